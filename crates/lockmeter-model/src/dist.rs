@@ -1,0 +1,225 @@
+//! Log-scale duration distributions.
+//!
+//! Durations are counted in buckets with four sub-buckets per power of two:
+//! values 0..=3 ns have a bucket each, and every later octave
+//! `[2^e, 2^(e+1))` is split into four equal parts. A percentile is reported
+//! as the middle of its bucket, clamped to the observed min and max, so its
+//! relative error is at most 1/8 (12.5%). Buckets add up across threads and
+//! snapshots, which is what makes per-thread recording mergeable.
+
+use serde::{Deserialize, Serialize};
+
+/// Number of buckets a recorder keeps per distribution.
+pub const BUCKETS: usize = 160;
+
+/// Sub-buckets per octave, as a shift (4 = 1 << 2).
+const SUB_BITS: u32 = 2;
+const SUB: u64 = 1 << SUB_BITS;
+
+/// The bucket that counts a duration of `ns` nanoseconds.
+#[inline]
+pub fn bucket_index(ns: u64) -> usize {
+    if ns < SUB {
+        return ns as usize;
+    }
+    let exp = 63 - ns.leading_zeros(); // >= SUB_BITS
+    let sub = (ns >> (exp - SUB_BITS)) & (SUB - 1);
+    let idx = SUB + (u64::from(exp - SUB_BITS) << SUB_BITS) + sub;
+    (idx as usize).min(BUCKETS - 1)
+}
+
+/// The smallest duration counted in bucket `idx`.
+pub fn bucket_lower_bound(idx: usize) -> u64 {
+    let idx = idx as u64;
+    if idx < SUB {
+        return idx;
+    }
+    let exp = (idx - SUB) >> SUB_BITS;
+    let sub = (idx - SUB) & (SUB - 1);
+    (SUB + sub) << exp
+}
+
+/// The largest duration counted in bucket `idx` (inclusive).
+pub fn bucket_upper_bound(idx: usize) -> u64 {
+    if idx + 1 >= BUCKETS {
+        u64::MAX
+    } else {
+        bucket_lower_bound(idx + 1) - 1
+    }
+}
+
+/// A distribution of durations in nanoseconds, as it appears in a snapshot.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Dist {
+    pub count: u64,
+    pub total: u64,
+    pub min: u64,
+    pub mean: u64,
+    pub max: u64,
+    pub p50: u64,
+    pub p90: u64,
+    pub p99: u64,
+    /// `[upper_bound_ns, count]` for every non-empty bucket, ascending.
+    pub buckets: Vec<(u64, u64)>,
+}
+
+impl Dist {
+    /// Builds a distribution from raw per-bucket counts (indexed as
+    /// [`bucket_index`]) and the exact count, total, min and max.
+    pub fn from_buckets(counts: &[u64], count: u64, total: u64, min: u64, max: u64) -> Dist {
+        let buckets: Vec<(u64, u64)> = counts
+            .iter()
+            .enumerate()
+            .filter(|(_, &c)| c > 0)
+            .map(|(i, &c)| (bucket_upper_bound(i), c))
+            .collect();
+        let mut dist = Dist {
+            count,
+            total,
+            min: if count == 0 { 0 } else { min },
+            max,
+            buckets,
+            ..Dist::default()
+        };
+        dist.refresh_derived();
+        dist
+    }
+
+    /// Recomputes mean and percentiles from count, total, min, max and buckets.
+    pub fn refresh_derived(&mut self) {
+        self.mean = self.total.checked_div(self.count).unwrap_or(0);
+        self.p50 = self.percentile(0.50);
+        self.p90 = self.percentile(0.90);
+        self.p99 = self.percentile(0.99);
+    }
+
+    /// The `q`-quantile (0.0..=1.0) estimated from the buckets: the middle
+    /// of the bucket it falls in, clamped to `[min, max]`.
+    pub fn percentile(&self, q: f64) -> u64 {
+        let in_buckets: u64 = self.buckets.iter().map(|&(_, c)| c).sum();
+        if in_buckets == 0 {
+            return 0;
+        }
+        let rank = ((q.clamp(0.0, 1.0) * in_buckets as f64).ceil() as u64).max(1);
+        let mut seen = 0u64;
+        for &(upper, c) in &self.buckets {
+            seen = seen.saturating_add(c);
+            if seen >= rank {
+                let lower = lower_bound_of_upper(upper);
+                let mid = lower + (upper - lower) / 2;
+                let hi = if self.max > 0 { self.max } else { upper };
+                return mid.clamp(self.min.min(hi), hi);
+            }
+        }
+        self.max
+    }
+
+    /// Adds `other` into `self` (counts, totals and buckets add; min and max
+    /// take the extreme), then recomputes the derived fields.
+    pub fn merge(&mut self, other: &Dist) {
+        if other.count == 0 && other.buckets.is_empty() {
+            return;
+        }
+        self.min = if self.count == 0 { other.min } else { self.min.min(other.min) };
+        self.count = self.count.saturating_add(other.count);
+        self.total = self.total.saturating_add(other.total);
+        self.max = self.max.max(other.max);
+        let mut merged: Vec<(u64, u64)> = Vec::with_capacity(self.buckets.len() + other.buckets.len());
+        let (mut a, mut b) = (self.buckets.iter().peekable(), other.buckets.iter().peekable());
+        loop {
+            match (a.peek(), b.peek()) {
+                (Some(&&(ua, ca)), Some(&&(ub, cb))) => {
+                    if ua == ub {
+                        merged.push((ua, ca.saturating_add(cb)));
+                        a.next();
+                        b.next();
+                    } else if ua < ub {
+                        merged.push((ua, ca));
+                        a.next();
+                    } else {
+                        merged.push((ub, cb));
+                        b.next();
+                    }
+                }
+                (Some(&&x), None) => {
+                    merged.push(x);
+                    a.next();
+                }
+                (None, Some(&&x)) => {
+                    merged.push(x);
+                    b.next();
+                }
+                (None, None) => break,
+            }
+        }
+        self.buckets = merged;
+        self.refresh_derived();
+    }
+}
+
+/// The lower bound of the bucket whose inclusive upper bound is `upper`.
+/// Bounds not on the bucket grid (from a foreign writer) yield `upper / 2`.
+fn lower_bound_of_upper(upper: u64) -> u64 {
+    let idx = bucket_index(upper);
+    if bucket_upper_bound(idx) == upper {
+        bucket_lower_bound(idx)
+    } else {
+        upper / 2
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_value_falls_inside_its_bucket() {
+        for v in (0..5000u64).chain([1 << 20, (1 << 30) + 12345, 1 << 41]) {
+            let i = bucket_index(v);
+            assert!(bucket_lower_bound(i) <= v, "{v} below bucket {i}");
+            assert!(v <= bucket_upper_bound(i), "{v} above bucket {i}");
+        }
+        assert_eq!(bucket_index(u64::MAX), BUCKETS - 1);
+    }
+
+    #[test]
+    fn buckets_are_contiguous() {
+        for i in 0..BUCKETS - 1 {
+            assert_eq!(bucket_upper_bound(i) + 1, bucket_lower_bound(i + 1));
+        }
+    }
+
+    #[test]
+    fn percentiles_are_within_an_eighth() {
+        let mut counts = vec![0u64; BUCKETS];
+        let values: Vec<u64> = (1..=1000).map(|i| i * 37).collect();
+        for &v in &values {
+            counts[bucket_index(v)] += 1;
+        }
+        let total = values.iter().sum();
+        let d = Dist::from_buckets(&counts, 1000, total, 37, 37_000);
+        for (q, exact) in [(0.5, values[499]), (0.9, values[899]), (0.99, values[989])] {
+            let got = d.percentile(q) as f64;
+            let err = (got - exact as f64).abs() / exact as f64;
+            assert!(err <= 0.125, "q={q} got {got} exact {exact}");
+        }
+    }
+
+    #[test]
+    fn merge_adds_counts_and_buckets() {
+        let mut a = vec![0u64; BUCKETS];
+        let mut b = vec![0u64; BUCKETS];
+        a[bucket_index(10)] += 2;
+        b[bucket_index(10)] += 1;
+        b[bucket_index(1000)] += 1;
+        let mut da = Dist::from_buckets(&a, 2, 20, 10, 10);
+        let db = Dist::from_buckets(&b, 2, 1010, 10, 1000);
+        da.merge(&db);
+        assert_eq!(da.count, 4);
+        assert_eq!(da.total, 1030);
+        assert_eq!(da.max, 1000);
+        assert_eq!(da.buckets.iter().map(|b| b.1).sum::<u64>(), 4);
+        assert_eq!(da.buckets.len(), 2);
+    }
+}

@@ -1,0 +1,33 @@
+//! The lockmeter snapshot model, format version 1.
+//!
+//! This crate is the contract between the recorder (the `lockmeter` crate),
+//! the live endpoint, dump files and the viewer. It holds plain serde types
+//! and pure functions over them; it depends on no lock code, so the viewer
+//! can read any dump without linking the primitives.
+//!
+//! - [`Snapshot`] and its parts: the v1 JSON object (see `docs/format.md`).
+//! - [`dist`]: the log-bucket layout shared by the recorder and readers.
+//! - [`read`]: parsing dumps and recordings with clear errors.
+//! - [`render`]: the text table, CSV and JSON renderings.
+//! - [`diff`]: before/after comparison of two snapshots.
+//! - [`advice`]: advisories computed from the stats.
+//! - [`wire`]: the live endpoint's newline-delimited JSON messages.
+//! - [`discovery`]: where endpoints live and how to find them.
+
+pub mod advice;
+pub mod diff;
+pub mod discovery;
+pub mod dist;
+pub mod read;
+pub mod render;
+mod snapshot;
+pub mod wire;
+
+pub use dist::Dist;
+pub use read::{parse_recording, parse_snapshot, ReadError, Recording};
+pub use snapshot::{percent, Holder, LockKind, LockStats, ProcessInfo, SiteStats, Snapshot, Stats, Window};
+
+/// The value of the `format` field of every snapshot.
+pub const FORMAT_NAME: &str = "lockmeter";
+/// The snapshot format version this crate writes and the newest it reads.
+pub const FORMAT_VERSION: u32 = 1;

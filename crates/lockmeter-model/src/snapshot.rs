@@ -1,0 +1,224 @@
+//! The v1 snapshot: one process, one measurement window, every lock class.
+
+use serde::{Deserialize, Serialize};
+
+use crate::Dist;
+
+/// The state of every instrumented lock in one process over one window.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Snapshot {
+    /// Always `"lockmeter"`.
+    pub format: String,
+    /// Format version; this crate writes 1.
+    pub version: u32,
+    pub process: ProcessInfo,
+    pub window: Window,
+    /// The time source: `tsc`, `monotonic` or `mock`.
+    pub clock: String,
+    /// Records that could not be attributed (a bounded table was full).
+    #[serde(default)]
+    pub dropped_records: u64,
+    pub locks: Vec<LockStats>,
+}
+
+/// Which process the snapshot came from.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcessInfo {
+    pub pid: u32,
+    pub name: String,
+}
+
+/// The measurement window: wall-clock ends and the monotonic length.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Window {
+    pub start_unix_ns: u64,
+    pub end_unix_ns: u64,
+    pub elapsed_ns: u64,
+}
+
+/// The primitive a lock class is made of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LockKind {
+    Spinlock,
+    Mutex,
+    Rwlock,
+    Semaphore,
+    Waitqueue,
+}
+
+impl LockKind {
+    /// The lowercase name used in the format.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LockKind::Spinlock => "spinlock",
+            LockKind::Mutex => "mutex",
+            LockKind::Rwlock => "rwlock",
+            LockKind::Semaphore => "semaphore",
+            LockKind::Waitqueue => "waitqueue",
+        }
+    }
+
+    /// Whether a waiter of this kind sleeps in the OS rather than spins.
+    pub fn sleeps(self) -> bool {
+        !matches!(self, LockKind::Spinlock)
+    }
+}
+
+/// One lock class: all instances created at one site or given one name.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LockStats {
+    /// The class: the explicit name, else the creation site.
+    pub id: String,
+    /// Display name (the explicit name, else the creation site).
+    pub name: String,
+    pub kind: LockKind,
+    /// Where the (first) instance of this class was created.
+    pub created_at: String,
+    /// Instances of this class seen acquiring during the window.
+    #[serde(default)]
+    pub instances: u64,
+    /// For a lock inside another primitive (`pipe.sem.lock`), the outer id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
+    /// Stats summed over all sites.
+    pub total: Stats,
+    /// One entry per acquisition call site.
+    pub sites: Vec<SiteStats>,
+    /// Call sites that held the lock while others waited.
+    #[serde(default)]
+    pub holders: Vec<Holder>,
+}
+
+/// Stats of the acquisitions made at one call site.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SiteStats {
+    /// `file:line:column` of the caller of `lock()`/`down()`/`wait_*()`.
+    pub site: String,
+    /// For rwlocks: `read` or `write`; absent for other kinds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
+    #[serde(flatten)]
+    pub stats: Stats,
+}
+
+/// A call site that held the lock when a waiter arrived.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Holder {
+    pub site: String,
+    /// Contended acquisitions that found this site holding the lock.
+    pub contended: u64,
+    /// Total time those acquisitions waited.
+    pub wait_ns_total: u64,
+}
+
+/// Counters and distributions of one site, or summed over a lock's sites.
+///
+/// Lock kinds fill the acquisition fields; wait queues fill the sleeping
+/// and waking fields. Every field defaults to zero when absent.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Stats {
+    /// Successful acquisitions, including successful try-locks (TOTAL).
+    pub acquisitions: u64,
+    /// Acquired at the first attempt (NOWAIT).
+    pub nowait: u64,
+    /// Had to spin or sleep first (SPIN).
+    pub contended: u64,
+    /// Failed try-locks and timed-out waits (RJECT).
+    pub rejected: u64,
+    /// Busy-wait iterations, summed.
+    pub spins: u64,
+    /// Times a waiter blocked in the OS.
+    pub sleeps: u64,
+    /// Acquisitions by a thread other than the previous holder.
+    pub bounces: u64,
+    /// `100 * contended / acquisitions` (CON).
+    pub con_pct: f64,
+    /// `100 * hold_ns.total / window.elapsed_ns` (UTIL).
+    pub util_pct: f64,
+    /// Time from acquisition to release.
+    pub hold_ns: Dist,
+    /// Time from the first attempt to acquisition (contended acquisitions);
+    /// for wait queues, time asleep per wait.
+    pub wait_ns: Dist,
+    /// Wait queues: waits that slept at least once.
+    pub waits: u64,
+    /// Wait queues: calls of any wake function.
+    pub wake_calls: u64,
+    /// Wait queues: waiters woken.
+    pub wakeups: u64,
+    /// Wait queues: woken waiters whose condition was still false.
+    pub spurious_wakeups: u64,
+    /// Wait queues: wakeups of exclusive waiters.
+    pub exclusive_wakeups: u64,
+    /// Wait queues: most waiters queued at once.
+    pub max_waiters: u64,
+    /// Wait queues: time from the wake call to the woken waiter running.
+    pub wake_latency_ns: Dist,
+}
+
+impl Stats {
+    /// Adds `other` into `self`. Derived percentages are not touched; call
+    /// [`Stats::refresh_derived`] afterwards.
+    pub fn merge(&mut self, other: &Stats) {
+        self.acquisitions += other.acquisitions;
+        self.nowait += other.nowait;
+        self.contended += other.contended;
+        self.rejected += other.rejected;
+        self.spins += other.spins;
+        self.sleeps += other.sleeps;
+        self.bounces += other.bounces;
+        self.hold_ns.merge(&other.hold_ns);
+        self.wait_ns.merge(&other.wait_ns);
+        self.waits += other.waits;
+        self.wake_calls += other.wake_calls;
+        self.wakeups += other.wakeups;
+        self.spurious_wakeups += other.spurious_wakeups;
+        self.exclusive_wakeups += other.exclusive_wakeups;
+        self.max_waiters = self.max_waiters.max(other.max_waiters);
+        self.wake_latency_ns.merge(&other.wake_latency_ns);
+    }
+
+    /// Recomputes CON % and UTIL % for a window of `elapsed_ns`.
+    pub fn refresh_derived(&mut self, elapsed_ns: u64) {
+        self.con_pct = percent(self.contended, self.acquisitions);
+        self.util_pct = percent(self.hold_ns.total, elapsed_ns);
+    }
+}
+
+/// `100 * part / whole`, or 0 for an empty whole.
+pub fn percent(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        100.0 * part as f64 / whole as f64
+    }
+}
+
+impl Snapshot {
+    /// An empty snapshot for `process` (no locks, zero window).
+    pub fn empty(process: ProcessInfo, clock: &str) -> Snapshot {
+        Snapshot {
+            format: crate::FORMAT_NAME.to_string(),
+            version: crate::FORMAT_VERSION,
+            process,
+            window: Window::default(),
+            clock: clock.to_string(),
+            dropped_records: 0,
+            locks: Vec::new(),
+        }
+    }
+
+    /// The lock with class `id`, if any.
+    pub fn lock(&self, id: &str) -> Option<&LockStats> {
+        self.locks.iter().find(|l| l.id == id)
+    }
+}
+
+impl LockStats {
+    /// The stats of call site `site` (any mode), if any.
+    pub fn site(&self, site: &str) -> Option<&SiteStats> {
+        self.sites.iter().find(|s| s.site == site)
+    }
+}

@@ -1,0 +1,1 @@
+//! TODO: owned by its issue; see lib.rs.
