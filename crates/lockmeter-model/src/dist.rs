@@ -121,12 +121,20 @@ impl Dist {
         if other.count == 0 && other.buckets.is_empty() {
             return;
         }
-        self.min = if self.count == 0 { other.min } else { self.min.min(other.min) };
+        self.min = if self.count == 0 {
+            other.min
+        } else {
+            self.min.min(other.min)
+        };
         self.count = self.count.saturating_add(other.count);
         self.total = self.total.saturating_add(other.total);
         self.max = self.max.max(other.max);
-        let mut merged: Vec<(u64, u64)> = Vec::with_capacity(self.buckets.len() + other.buckets.len());
-        let (mut a, mut b) = (self.buckets.iter().peekable(), other.buckets.iter().peekable());
+        let mut merged: Vec<(u64, u64)> =
+            Vec::with_capacity(self.buckets.len() + other.buckets.len());
+        let (mut a, mut b) = (
+            self.buckets.iter().peekable(),
+            other.buckets.iter().peekable(),
+        );
         loop {
             match (a.peek(), b.peek()) {
                 (Some(&&(ua, ca)), Some(&&(ub, cb))) => {
@@ -154,6 +162,49 @@ impl Dist {
             }
         }
         self.buckets = merged;
+        self.refresh_derived();
+    }
+}
+
+impl Dist {
+    /// Subtracts an earlier cumulative value of the same distribution (see
+    /// [`crate::Snapshot::since`]).
+    pub fn subtract(&mut self, earlier: &Dist) {
+        let count = self.count.saturating_sub(earlier.count);
+        if count == 0 {
+            *self = Dist::default();
+            return;
+        }
+        let mut buckets = Vec::with_capacity(self.buckets.len());
+        for &(upper, c) in &self.buckets {
+            let before = earlier
+                .buckets
+                .iter()
+                .find(|b| b.0 == upper)
+                .map_or(0, |b| b.1);
+            if c > before {
+                buckets.push((upper, c - before));
+            }
+        }
+        let top = buckets.last().map_or(self.max, |b| b.0);
+        let bottom = buckets
+            .first()
+            .map_or(self.min, |b| lower_bound_of_upper(b.0));
+        // A new extreme was set inside the window; otherwise the changed
+        // buckets bound it.
+        self.max = if self.max > earlier.max {
+            self.max
+        } else {
+            self.max.min(top)
+        };
+        self.min = if earlier.count == 0 || self.min < earlier.min {
+            self.min
+        } else {
+            self.min.max(bottom)
+        };
+        self.count = count;
+        self.total = self.total.saturating_sub(earlier.total);
+        self.buckets = buckets;
         self.refresh_derived();
     }
 }

@@ -222,3 +222,83 @@ impl LockStats {
         self.sites.iter().find(|s| s.site == site)
     }
 }
+
+impl Snapshot {
+    /// The window between two cumulative snapshots of one process: `self`
+    /// minus `earlier`. Counters, totals and buckets subtract exactly; a
+    /// window's min and max are exact when they were set inside it, else
+    /// bounded by the buckets that changed. `max_waiters` and `instances`
+    /// keep the later (cumulative) value.
+    pub fn since(&self, earlier: &Snapshot) -> Snapshot {
+        let mut out = self.clone();
+        out.window = Window {
+            start_unix_ns: earlier.window.end_unix_ns,
+            end_unix_ns: self.window.end_unix_ns,
+            elapsed_ns: self
+                .window
+                .elapsed_ns
+                .saturating_sub(earlier.window.elapsed_ns),
+        };
+        out.dropped_records = self.dropped_records.saturating_sub(earlier.dropped_records);
+        for lock in &mut out.locks {
+            let Some(before) = earlier.lock(&lock.id) else {
+                lock.refresh_derived(out.window.elapsed_ns);
+                continue;
+            };
+            lock.total.subtract(&before.total);
+            for site in &mut lock.sites {
+                if let Some(b) = before
+                    .sites
+                    .iter()
+                    .find(|s| s.site == site.site && s.mode == site.mode)
+                {
+                    site.stats.subtract(&b.stats);
+                }
+            }
+            for holder in &mut lock.holders {
+                if let Some(b) = before.holders.iter().find(|h| h.site == holder.site) {
+                    holder.contended = holder.contended.saturating_sub(b.contended);
+                    holder.wait_ns_total = holder.wait_ns_total.saturating_sub(b.wait_ns_total);
+                }
+            }
+            lock.holders.retain(|h| h.contended > 0);
+            lock.refresh_derived(out.window.elapsed_ns);
+        }
+        out
+    }
+}
+
+impl LockStats {
+    /// Recomputes CON % and UTIL % of the total and every site.
+    pub fn refresh_derived(&mut self, elapsed_ns: u64) {
+        self.total.refresh_derived(elapsed_ns);
+        for site in &mut self.sites {
+            site.stats.refresh_derived(elapsed_ns);
+        }
+    }
+}
+
+impl Stats {
+    /// Subtracts an earlier cumulative value of the same counters.
+    pub fn subtract(&mut self, earlier: &Stats) {
+        self.acquisitions = self.acquisitions.saturating_sub(earlier.acquisitions);
+        self.nowait = self.nowait.saturating_sub(earlier.nowait);
+        self.contended = self.contended.saturating_sub(earlier.contended);
+        self.rejected = self.rejected.saturating_sub(earlier.rejected);
+        self.spins = self.spins.saturating_sub(earlier.spins);
+        self.sleeps = self.sleeps.saturating_sub(earlier.sleeps);
+        self.bounces = self.bounces.saturating_sub(earlier.bounces);
+        self.hold_ns.subtract(&earlier.hold_ns);
+        self.wait_ns.subtract(&earlier.wait_ns);
+        self.waits = self.waits.saturating_sub(earlier.waits);
+        self.wake_calls = self.wake_calls.saturating_sub(earlier.wake_calls);
+        self.wakeups = self.wakeups.saturating_sub(earlier.wakeups);
+        self.spurious_wakeups = self
+            .spurious_wakeups
+            .saturating_sub(earlier.spurious_wakeups);
+        self.exclusive_wakeups = self
+            .exclusive_wakeups
+            .saturating_sub(earlier.exclusive_wakeups);
+        self.wake_latency_ns.subtract(&earlier.wake_latency_ns);
+    }
+}
