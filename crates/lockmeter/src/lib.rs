@@ -1,1 +1,56 @@
+//! Instrumented locks that tell you where your program waits.
+//!
+//! `lockmeter` is a lock profiler in the spirit of SGI's Lockmeter. Swap your
+//! locks for these, install [`Layer`] in your `tracing` subscriber, and every
+//! acquisition is counted per lock class and per call site:
+//! contention (CON), utilisation (UTIL), wait and hold distributions,
+//! TOTAL/NOWAIT/SPIN/RJECT, the call sites that held the lock while others
+//! waited, and for wait queues wake-ups, spurious wake-ups and wake latency.
+//!
+//! | item | what it is |
+//! |---|---|
+//! | [`SpinLock`] | test-and-test-and-set spinlock with bounded backoff |
+//! | [`Mutex`], [`RwLock`] | drop-ins for `parking_lot`'s, over any `lock_api` raw lock via [`MeteredMutex`], [`MeteredRwLock`] |
+//! | [`Semaphore`] | counting semaphore built from a [`SpinLock`] and a [`WaitQueue`] |
+//! | [`WaitQueue`] | Linux-style wait queue: exclusive, keyed, FIFO/LIFO, `*_locked` operations |
+//! | [`Layer`], [`Handle`] | the `tracing` layer that records, and what reads it |
+//!
+//! With no layer in effect, a lock costs one relaxed load more than the
+//! bare lock and times nothing.
+//!
+//! ```
+//! use tracing_subscriber::prelude::*;
+//!
+//! let layer = lockmeter::Layer::new();
+//! let handle = layer.handle();
+//! tracing::subscriber::with_default(tracing_subscriber::registry().with(layer), || {
+//!     let lock = lockmeter::SpinLock::named("quickstart", 0u32);
+//!     for _ in 0..10 {
+//!         *lock.lock() += 1;
+//!     }
+//! });
+//! let table = lockmeter_model::render::text_table(&handle.snapshot(), &Default::default());
+//! assert!(table.contains("quickstart"));
+//! ```
 
+mod backoff;
+mod class;
+mod clock;
+mod layer;
+mod meter;
+mod mutex;
+mod recorder;
+mod rwlock;
+mod semaphore;
+mod slow;
+mod spinlock;
+mod sync;
+mod waitqueue;
+
+pub use layer::{Handle, Layer, LayerBuilder, DEFAULT_SLOW_THRESHOLD};
+pub use lockmeter_model as model;
+pub use mutex::{MeteredMutex, MeteredMutexGuard, Mutex, MutexGuard};
+pub use rwlock::{MeteredReadGuard, MeteredRwLock, MeteredWriteGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
+pub use semaphore::{Semaphore, SemaphorePermit};
+pub use spinlock::{SpinLock, SpinLockGuard};
+pub use waitqueue::{Wait, WaitQueue, WaitQueueGuard, WakeOrder, ALL_KEYS};

@@ -1,0 +1,162 @@
+//! The `tracing` layer that turns recording on, and the handle that reads it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use lockmeter_model::{ProcessInfo, Snapshot};
+use tracing::Subscriber;
+
+use crate::recorder::{Recorder, Settings};
+
+/// Waits or holds at least this long become WARN events by default.
+pub const DEFAULT_SLOW_THRESHOLD: Duration = Duration::from_millis(10);
+
+/// A `tracing_subscriber` layer that records every instrumented lock used
+/// while a subscriber holding it is in effect.
+///
+/// The layer itself observes no spans or events: per-acquisition data goes
+/// into per-thread shards, never through tracing, so an `fmt` layer beside
+/// it prints nothing per acquisition. Only slow acquisitions (see
+/// [`LayerBuilder::slow_threshold`]) become events.
+///
+/// # Examples
+///
+/// ```
+/// use tracing_subscriber::prelude::*;
+///
+/// let layer = lockmeter::Layer::new();
+/// let handle = layer.handle();
+/// let subscriber = tracing_subscriber::registry().with(layer);
+/// tracing::subscriber::with_default(subscriber, || {
+///     let m = lockmeter::Mutex::named("doc.mutex", 0);
+///     *m.lock() += 1;
+/// });
+/// let snap = handle.snapshot();
+/// assert_eq!(snap.lock("doc.mutex").unwrap().total.acquisitions, 1);
+/// ```
+pub struct Layer {
+    recorder: Arc<Recorder>,
+}
+
+impl Layer {
+    /// A layer with the default settings: the best clock available and a
+    /// 10 ms slow-lock threshold.
+    pub fn new() -> Layer {
+        Layer::builder().build()
+    }
+
+    /// Settings for a layer.
+    pub fn builder() -> LayerBuilder {
+        LayerBuilder::default()
+    }
+
+    /// A cheap, cloneable handle to read and reset what this layer records.
+    pub fn handle(&self) -> Handle {
+        Handle { recorder: self.recorder.clone() }
+    }
+
+    pub(crate) fn recorder(&self) -> &Arc<Recorder> {
+        &self.recorder
+    }
+}
+
+impl Default for Layer {
+    fn default() -> Self {
+        Layer::new()
+    }
+}
+
+impl std::fmt::Debug for Layer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("lockmeter::Layer").finish_non_exhaustive()
+    }
+}
+
+impl<S: Subscriber> tracing_subscriber::Layer<S> for Layer {}
+
+/// Settings for a [`Layer`].
+#[derive(Default)]
+pub struct LayerBuilder {
+    clock: Option<quanta::Clock>,
+    slow_threshold: Option<Duration>,
+    process_name: Option<String>,
+}
+
+impl LayerBuilder {
+    /// Acquisitions that wait or hold at least `threshold` are emitted as
+    /// WARN events with target `lockmeter` (default 10 ms).
+    pub fn slow_threshold(mut self, threshold: Duration) -> Self {
+        self.slow_threshold = Some(threshold);
+        self
+    }
+
+    /// The clock to time with, e.g. `quanta::Clock::mock()` in tests.
+    pub fn clock(mut self, clock: quanta::Clock) -> Self {
+        self.clock = Some(clock);
+        self
+    }
+
+    /// The process name shown in snapshots (default: the executable's name).
+    pub fn process_name(mut self, name: impl Into<String>) -> Self {
+        self.process_name = Some(name.into());
+        self
+    }
+
+    /// Builds the layer. Recording starts once a subscriber holding it is
+    /// in effect.
+    pub fn build(self) -> Layer {
+        let (clock, clock_name) = match self.clock {
+            Some(c) => (c, "mock"),
+            None => crate::clock::default_clock(),
+        };
+        let slow = self.slow_threshold.unwrap_or(DEFAULT_SLOW_THRESHOLD);
+        let settings = Settings {
+            clock,
+            clock_name,
+            slow_ns: u64::try_from(slow.as_nanos()).unwrap_or(u64::MAX),
+            process: ProcessInfo {
+                pid: std::process::id(),
+                name: self.process_name.unwrap_or_else(current_exe_name),
+            },
+        };
+        Layer { recorder: Arc::new(Recorder::new(settings)) }
+    }
+}
+
+fn current_exe_name() -> String {
+    std::env::current_exe()
+        .ok()
+        .and_then(|p| p.file_stem().map(|s| s.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| "unknown".to_string())
+}
+
+/// Reads and resets what a [`Layer`] records. Clone it freely; it keeps
+/// the counts alive after the layer is gone.
+#[derive(Clone)]
+pub struct Handle {
+    recorder: Arc<Recorder>,
+}
+
+impl Handle {
+    /// The window since the last [`reset`](Handle::reset) (or since the
+    /// layer was built), in the v1 model.
+    pub fn snapshot(&self) -> Snapshot {
+        self.recorder.snapshot()
+    }
+
+    /// Everything recorded since the layer was built, ignoring resets.
+    pub fn cumulative(&self) -> Snapshot {
+        self.recorder.cumulative()
+    }
+
+    /// Starts a new window: later snapshots count from now.
+    pub fn reset(&self) {
+        self.recorder.reset();
+    }
+}
+
+impl std::fmt::Debug for Handle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("lockmeter::Handle").finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,288 @@
+//! The metering core every primitive shares: what one acquisition records.
+//!
+//! A primitive calls [`Probe::start`] before acquiring. `None` means nobody
+//! is observing and the primitive runs exactly its plain path. Otherwise it
+//! tries the lock once: on success [`Probe::acquired_nowait`] reads the clock
+//! once; on failure [`Probe::contended`] notes when and behind whom the wait
+//! began, and [`Probe::acquired_after_wait`] closes it. The returned
+//! [`Hold`] travels in the guard and records the hold time on release.
+//!
+//! An uncontended observed acquisition therefore costs two clock reads (one
+//! at acquisition, one at release), a few single-writer counter stores and
+//! one lookup of the thread's entry.
+
+use std::panic::Location;
+use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering::Relaxed};
+
+use lockmeter_model::LockKind;
+
+use crate::class::{Class, Mode, SiteKey};
+use crate::recorder::{self, entry::Entry};
+use crate::slow;
+
+/// Per-instance metering state, embedded in every instrumented lock.
+/// Touched only while observed; the fields sit next to the lock word, on a
+/// cache line the acquiring thread owns anyway.
+pub(crate) struct Meta {
+    pub(crate) class: Class,
+    /// The call site of the current (or last) holder.
+    holder: AtomicPtr<Location<'static>>,
+    /// A token of the thread that acquired last, for `bounces`.
+    owner: AtomicUsize,
+    /// The address of the recorder that counted this instance, for `instances`.
+    seen: AtomicU64,
+}
+
+impl Meta {
+    pub(crate) const fn new(class: Class) -> Meta {
+        Meta {
+            class,
+            holder: AtomicPtr::new(std::ptr::null_mut()),
+            owner: AtomicUsize::new(0),
+            seen: AtomicU64::new(0),
+        }
+    }
+}
+
+/// A token unique to each live thread: the address of a thread-local.
+#[inline]
+fn thread_token() -> usize {
+    thread_local!(static TOKEN: u8 = const { 0 });
+    TOKEN.with(|t| t as *const u8 as usize)
+}
+
+/// An acquisition being recorded.
+pub(crate) struct Probe {
+    entry: *const Entry,
+    recorder: *const recorder::Recorder,
+}
+
+/// A wait in progress: when it began and who held the lock.
+pub(crate) struct Waiting {
+    start: u64,
+    holder: *mut Location<'static>,
+}
+
+impl Probe {
+    /// The probe for an acquisition at `site`, or `None` when unobserved.
+    #[inline]
+    pub(crate) fn start(meta: &Meta, kind: LockKind, site: &'static Location<'static>, mode: Mode) -> Option<Probe> {
+        if !recorder::observing() {
+            return None;
+        }
+        Self::lookup(meta, kind, site, mode)
+    }
+
+    #[inline]
+    fn lookup(meta: &Meta, kind: LockKind, site: &'static Location<'static>, mode: Mode) -> Option<Probe> {
+        let rec = recorder::current()?;
+        let key = SiteKey { class: meta.class, kind, site, mode };
+        let entry = recorder::shard::entry(rec, &key)?;
+        Some(Probe { entry, recorder: rec })
+    }
+
+    #[inline]
+    pub(crate) fn entry(&self) -> &Entry {
+        // SAFETY: entries live as long as their thread's slot, which
+        // outlives every probe and guard of the thread (see `shard`).
+        unsafe { &*self.entry }
+    }
+
+    /// The lock was free at the first attempt.
+    #[inline]
+    pub(crate) fn acquired_nowait(self, meta: &Meta, site: &'static Location<'static>) -> Hold {
+        let e = self.entry();
+        let now = e.clock.raw();
+        e.acquisitions.add(1);
+        e.nowait.add(1);
+        self.note_owner(meta, site);
+        e.outstanding.add(1);
+        Hold { entry: self.entry, start: now, wait_ns: 0 }
+    }
+
+    /// The first attempt failed: the wait begins now.
+    #[inline]
+    pub(crate) fn contended(&self, meta: &Meta) -> Waiting {
+        Waiting { start: self.entry().clock.raw(), holder: meta.holder.load(Relaxed) }
+    }
+
+    /// The lock was acquired after waiting `spins` rounds and `sleeps`
+    /// blocking sleeps.
+    pub(crate) fn acquired_after_wait(
+        self,
+        meta: &Meta,
+        site: &'static Location<'static>,
+        waiting: Waiting,
+        spins: u64,
+        sleeps: u64,
+    ) -> Hold {
+        let e = self.entry();
+        let now = e.clock.raw();
+        let wait_ns = e.clock.delta_as_nanos(waiting.start, now);
+        e.acquisitions.add(1);
+        e.contended.add(1);
+        e.spins.add(spins);
+        e.sleeps.add(sleeps);
+        e.wait.record(wait_ns);
+        e.record_holder(waiting.holder, wait_ns);
+        self.note_owner(meta, site);
+        e.outstanding.add(1);
+        Hold { entry: self.entry, start: now, wait_ns }
+    }
+
+    /// A try-lock failed or a timed wait gave up.
+    pub(crate) fn rejected(self) {
+        self.entry().rejected.add(1);
+    }
+
+    /// A timed acquisition that waited and gave up.
+    pub(crate) fn rejected_after_wait(self, waiting: Waiting, spins: u64, sleeps: u64) {
+        let e = self.entry();
+        e.rejected.add(1);
+        e.spins.add(spins);
+        e.sleeps.add(sleeps);
+        let _ = waiting;
+    }
+
+    #[inline]
+    fn note_owner(&self, meta: &Meta, site: &'static Location<'static>) {
+        let e = self.entry();
+        let me = thread_token();
+        let prev = meta.owner.load(Relaxed);
+        if prev != me {
+            if prev != 0 {
+                e.bounces.add(1);
+            }
+            meta.owner.store(me, Relaxed);
+        }
+        meta.holder.store(site as *const _ as *mut _, Relaxed);
+        let tag = self.recorder as u64;
+        if meta.seen.load(Relaxed) != tag {
+            meta.seen.store(tag, Relaxed);
+            e.instances.add(1);
+        }
+    }
+}
+
+/// Carried by a guard: where and since when the lock is held.
+pub(crate) struct Hold {
+    entry: *const Entry,
+    start: u64,
+    wait_ns: u64,
+}
+
+impl Hold {
+    /// The hold of an unobserved acquisition: releasing it records nothing.
+    pub(crate) const NONE: Hold = Hold { entry: std::ptr::null(), start: 0, wait_ns: 0 };
+
+    /// Ends a hold that is not timed (a semaphore `down` without a permit).
+    pub(crate) fn discard(self) {
+        if !self.entry.is_null() {
+            // SAFETY: see `Probe::entry`.
+            unsafe { &*self.entry }.outstanding.sub(1);
+        }
+    }
+
+    /// Runs `unlock` and records the hold time, which ends just before it.
+    #[inline]
+    pub(crate) fn release(&self, unlock: impl FnOnce()) {
+        if self.entry.is_null() {
+            unlock();
+            return;
+        }
+        // SAFETY: see `Probe::entry`.
+        let e = unsafe { &*self.entry };
+        let end = e.clock.raw();
+        unlock();
+        let hold_ns = e.clock.delta_as_nanos(self.start, end);
+        e.hold.record(hold_ns);
+        e.outstanding.sub(1);
+        if hold_ns >= e.slow_ns || self.wait_ns >= e.slow_ns {
+            slow::report(e, self.wait_ns, hold_ns);
+        }
+    }
+}
+
+/// A blocking acquisition: records it when observed, otherwise runs `plain`.
+///
+/// `attempt` tries once without waiting; `wait` blocks until acquired and
+/// reports the spin rounds and OS sleeps it took.
+#[inline]
+pub(crate) fn acquire<G>(
+    meta: &Meta,
+    kind: LockKind,
+    site: &'static Location<'static>,
+    mode: Mode,
+    plain: impl FnOnce() -> G,
+    attempt: impl FnOnce() -> Option<G>,
+    wait: impl FnOnce() -> (G, u64, u64),
+) -> (G, Hold) {
+    let Some(probe) = Probe::start(meta, kind, site, mode) else {
+        return (plain(), Hold::NONE);
+    };
+    if let Some(g) = attempt() {
+        return (g, probe.acquired_nowait(meta, site));
+    }
+    acquire_contended(probe, meta, site, wait)
+}
+
+#[inline(never)]
+fn acquire_contended<G>(
+    probe: Probe,
+    meta: &Meta,
+    site: &'static Location<'static>,
+    wait: impl FnOnce() -> (G, u64, u64),
+) -> (G, Hold) {
+    let waiting = probe.contended(meta);
+    let (g, spins, sleeps) = wait();
+    let hold = probe.acquired_after_wait(meta, site, waiting, spins, sleeps);
+    (g, hold)
+}
+
+/// A single attempt (try-lock): a failure counts as rejected.
+#[inline]
+pub(crate) fn try_acquire<G>(
+    meta: &Meta,
+    kind: LockKind,
+    site: &'static Location<'static>,
+    mode: Mode,
+    attempt: impl FnOnce() -> Option<G>,
+) -> Option<(G, Hold)> {
+    let probe = Probe::start(meta, kind, site, mode);
+    match (attempt(), probe) {
+        (Some(g), Some(p)) => Some((g, p.acquired_nowait(meta, site))),
+        (Some(g), None) => Some((g, Hold::NONE)),
+        (None, Some(p)) => {
+            p.rejected();
+            None
+        }
+        (None, None) => None,
+    }
+}
+
+/// An acquisition with a deadline: `wait` gives up by returning `None`,
+/// which counts as rejected.
+#[inline]
+pub(crate) fn acquire_timed<G>(
+    meta: &Meta,
+    kind: LockKind,
+    site: &'static Location<'static>,
+    mode: Mode,
+    attempt: impl FnOnce() -> Option<G>,
+    wait: impl FnOnce() -> (Option<G>, u64, u64),
+) -> Option<(G, Hold)> {
+    let Some(probe) = Probe::start(meta, kind, site, mode) else {
+        return attempt().or_else(|| wait().0).map(|g| (g, Hold::NONE));
+    };
+    if let Some(g) = attempt() {
+        return Some((g, probe.acquired_nowait(meta, site)));
+    }
+    let waiting = probe.contended(meta);
+    match wait() {
+        (Some(g), spins, sleeps) => Some((g, probe.acquired_after_wait(meta, site, waiting, spins, sleeps))),
+        (None, spins, sleeps) => {
+            probe.rejected_after_wait(waiting, spins, sleeps);
+            None
+        }
+    }
+}

@@ -1,0 +1,167 @@
+//! The recording side: recorders, per-thread shards and snapshots.
+//!
+//! A [`Recorder`] belongs to one [`crate::Layer`]. The primitives find the
+//! recorder of the subscriber in effect on their thread, count into that
+//! thread's shard, and a snapshot merges all shards (and the folded counts
+//! of threads that exited) into the v1 model.
+
+mod build;
+pub(crate) mod entry;
+pub(crate) mod shard;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use lockmeter_model::{ProcessInfo, Snapshot};
+
+use self::build::SiteRecord;
+use self::shard::Shard;
+use crate::Layer;
+
+/// How many layers exist. While zero, instrumented locks skip recording
+/// entirely: one relaxed load and a branch.
+static OBSERVERS: AtomicUsize = AtomicUsize::new(0);
+
+/// Whether any layer exists, so recording is worth looking up.
+#[inline(always)]
+pub(crate) fn observing() -> bool {
+    OBSERVERS.load(Relaxed) != 0
+}
+
+/// The recorder of the subscriber in effect on this thread, if it holds a
+/// lockmeter layer. Inside a subscriber callback tracing reports no
+/// subscriber, so a lock used by a layer itself is not recorded into it.
+#[inline]
+pub(crate) fn current() -> Option<*const Recorder> {
+    tracing::dispatcher::get_default(|d| d.downcast_ref::<Layer>().map(|l| Arc::as_ptr(l.recorder())))
+}
+
+/// Like [`current`], with a reference count, for the cold path.
+pub(crate) fn current_arc() -> Option<Arc<Recorder>> {
+    tracing::dispatcher::get_default(|d| d.downcast_ref::<Layer>().map(|l| l.recorder().clone()))
+}
+
+/// Settings a recorder is built with.
+pub(crate) struct Settings {
+    pub(crate) clock: quanta::Clock,
+    pub(crate) clock_name: &'static str,
+    pub(crate) slow_ns: u64,
+    pub(crate) process: ProcessInfo,
+}
+
+/// The counts of one layer: live shards, folded counts of exited threads,
+/// and the baseline of the current window.
+pub(crate) struct Recorder {
+    pub(crate) clock: quanta::Clock,
+    clock_name: &'static str,
+    pub(crate) slow_ns: u64,
+    process: ProcessInfo,
+    start: quanta::Instant,
+    start_unix_ns: u64,
+    dropped: AtomicU64,
+    state: Mutex<State>,
+    baseline: Mutex<Option<Snapshot>>,
+}
+
+#[derive(Default)]
+struct State {
+    live: Vec<Arc<Shard>>,
+    /// Counts of exited threads, one record per (class, site, mode).
+    retired: HashMap<(String, &'static str, String, Option<&'static str>), SiteRecord>,
+}
+
+impl Recorder {
+    pub(crate) fn new(settings: Settings) -> Recorder {
+        OBSERVERS.fetch_add(1, Relaxed);
+        Recorder {
+            start: settings.clock.now(),
+            clock: settings.clock,
+            clock_name: settings.clock_name,
+            slow_ns: settings.slow_ns,
+            process: settings.process,
+            start_unix_ns: unix_now_ns(),
+            dropped: AtomicU64::new(0),
+            state: Mutex::new(State::default()),
+            baseline: Mutex::new(None),
+        }
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Registers a new thread's shard.
+    pub(crate) fn adopt(&self, shard: Arc<Shard>) {
+        self.state().live.push(shard);
+    }
+
+    /// Folds an exiting thread's shard into the retired counts, in one
+    /// critical section so a snapshot sees it exactly once.
+    pub(crate) fn retire(&self, shard: &Arc<Shard>) {
+        let mut state = self.state();
+        let entries = shard.entries.lock().unwrap_or_else(|e| e.into_inner());
+        for entry in entries.iter() {
+            let record = SiteRecord::from_entry(entry);
+            match state.retired.entry(record.merge_key()) {
+                std::collections::hash_map::Entry::Occupied(mut o) => o.get_mut().merge(&record),
+                std::collections::hash_map::Entry::Vacant(v) => {
+                    v.insert(record);
+                }
+            }
+        }
+        drop(entries);
+        state.live.retain(|s| !Arc::ptr_eq(s, shard));
+    }
+
+    pub(crate) fn count_dropped(&self) {
+        self.dropped.fetch_add(1, Relaxed);
+    }
+
+    /// Everything recorded since the recorder was created.
+    pub(crate) fn cumulative(&self) -> Snapshot {
+        let (records, elapsed) = {
+            let state = self.state();
+            let elapsed = self.clock.now().duration_since(self.start).as_nanos() as u64;
+            let mut records: Vec<SiteRecord> = state.retired.values().cloned().collect();
+            for shard in &state.live {
+                let entries = shard.entries.lock().unwrap_or_else(|e| e.into_inner());
+                records.extend(entries.iter().map(|e| SiteRecord::from_entry(e)));
+            }
+            (records, elapsed)
+        };
+        let mut snap = Snapshot::empty(self.process.clone(), self.clock_name);
+        snap.window.start_unix_ns = self.start_unix_ns;
+        snap.window.end_unix_ns = unix_now_ns();
+        snap.window.elapsed_ns = elapsed;
+        snap.dropped_records = self.dropped.load(Relaxed);
+        snap.locks = build::group(records, elapsed);
+        snap
+    }
+
+    /// The window since the last [`Recorder::reset`].
+    pub(crate) fn snapshot(&self) -> Snapshot {
+        let now = self.cumulative();
+        match &*self.baseline.lock().unwrap_or_else(|e| e.into_inner()) {
+            Some(base) => now.since(base),
+            None => now,
+        }
+    }
+
+    /// Starts a new window.
+    pub(crate) fn reset(&self) {
+        let now = self.cumulative();
+        *self.baseline.lock().unwrap_or_else(|e| e.into_inner()) = Some(now);
+    }
+}
+
+impl Drop for Recorder {
+    fn drop(&mut self) {
+        OBSERVERS.fetch_sub(1, Relaxed);
+    }
+}
+
+fn unix_now_ns() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
+}

@@ -1,0 +1,177 @@
+//! Per-thread shards: where a thread's acquisitions are counted.
+//!
+//! Each thread keeps, per recorder it has seen, a [`Shard`] of entries and
+//! a private index from (class, site, mode) to entry. The index is touched
+//! only by its thread, so a lookup takes no lock; the shard's entry list is
+//! shared with snapshots behind a mutex that the hot path never takes
+//! (only the first acquisition at a new site does).
+
+use std::cell::UnsafeCell;
+use std::sync::{Arc, Mutex};
+
+use crate::class::SiteKey;
+
+use super::entry::Entry;
+use super::Recorder;
+
+/// Most entries one thread keeps per recorder; beyond this, acquisitions
+/// at new sites are counted in `dropped_records` instead.
+pub(crate) const MAX_ENTRIES_PER_THREAD: usize = 1 << 16;
+
+/// One thread's entries for one recorder, readable by snapshots.
+#[derive(Default)]
+pub(crate) struct Shard {
+    pub(crate) entries: Mutex<Vec<Box<Entry>>>,
+}
+
+impl Shard {
+    /// Whether any guard of this shard is still held.
+    fn has_outstanding_guards(&self) -> bool {
+        let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        entries.iter().any(|e| e.outstanding.get() != 0)
+    }
+}
+
+/// Open-addressing map from a raw site key to its entry, owned by one thread.
+struct Index {
+    slots: Vec<([usize; 3], *const Entry)>,
+    len: usize,
+    /// The last hit: most code acquires at the same site again and again.
+    last: ([usize; 3], *const Entry),
+}
+
+const EMPTY: [usize; 3] = [0; 3];
+
+impl Index {
+    const fn new() -> Index {
+        Index { slots: Vec::new(), len: 0, last: (EMPTY, std::ptr::null()) }
+    }
+
+    #[inline]
+    fn hash(key: &[usize; 3], mask: usize) -> usize {
+        let h = (key[0] ^ key[1].rotate_left(21) ^ key[2].rotate_left(42))
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        (h >> 20) & mask
+    }
+
+    #[inline]
+    fn get(&mut self, key: &[usize; 3]) -> Option<*const Entry> {
+        if self.last.0 == *key {
+            return Some(self.last.1);
+        }
+        if self.slots.is_empty() {
+            return None;
+        }
+        let mask = self.slots.len() - 1;
+        let mut i = Self::hash(key, mask);
+        loop {
+            let (k, e) = self.slots[i];
+            if k == *key {
+                self.last = (k, e);
+                return Some(e);
+            }
+            if k == EMPTY {
+                return None;
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    fn insert(&mut self, key: [usize; 3], entry: *const Entry) {
+        if (self.len + 1) * 2 > self.slots.len() {
+            let old = std::mem::take(&mut self.slots);
+            self.slots = vec![(EMPTY, std::ptr::null()); (old.len() * 2).max(16)];
+            self.len = 0;
+            for (k, e) in old.into_iter().filter(|(k, _)| *k != EMPTY) {
+                self.insert(k, e);
+            }
+        }
+        let mask = self.slots.len() - 1;
+        let mut i = Self::hash(&key, mask);
+        while self.slots[i].0 != EMPTY {
+            i = (i + 1) & mask;
+        }
+        self.slots[i] = (key, entry);
+        self.len += 1;
+    }
+}
+
+/// This thread's view of one recorder.
+struct Slot {
+    recorder: Arc<Recorder>,
+    shard: Arc<Shard>,
+    index: Index,
+}
+
+/// All of one thread's slots. Dropped when the thread exits, which folds
+/// its counts into the recorders so that exited threads stay counted.
+pub(crate) struct ThreadState {
+    slots: UnsafeCell<Vec<Slot>>,
+}
+
+thread_local! {
+    static THREAD: ThreadState = const { ThreadState { slots: UnsafeCell::new(Vec::new()) } };
+}
+
+/// Finds or creates this thread's entry for `key` in the recorder at
+/// `recorder` (an address from [`super::current`]).
+///
+/// The entry lives as long as this thread's slot for the recorder, which
+/// lives until the thread exits (and longer if a guard is still out).
+#[inline]
+pub(crate) fn entry(recorder: *const Recorder, key: &SiteKey) -> Option<*const Entry> {
+    THREAD
+        .try_with(|t| {
+            // SAFETY: `slots` is only touched by this thread, and nothing
+            // called while the borrow is live re-enters this module.
+            let slots = unsafe { &mut *t.slots.get() };
+            let raw = key.raw();
+            let slot = match slots.iter_mut().position(|s| Arc::as_ptr(&s.recorder) == recorder) {
+                Some(i) => &mut slots[i],
+                None => new_slot(slots)?,
+            };
+            match slot.index.get(&raw) {
+                Some(e) => Some(e),
+                None => new_entry(slot, raw, key),
+            }
+        })
+        .ok()
+        .flatten()
+}
+
+#[cold]
+fn new_slot(slots: &mut Vec<Slot>) -> Option<&mut Slot> {
+    let recorder = super::current_arc()?;
+    let shard = Arc::new(Shard::default());
+    recorder.adopt(shard.clone());
+    slots.push(Slot { recorder, shard, index: Index::new() });
+    slots.last_mut()
+}
+
+#[cold]
+fn new_entry(slot: &mut Slot, raw: [usize; 3], key: &SiteKey) -> Option<*const Entry> {
+    let mut entries = slot.shard.entries.lock().unwrap_or_else(|e| e.into_inner());
+    if entries.len() >= MAX_ENTRIES_PER_THREAD {
+        slot.recorder.count_dropped();
+        return None;
+    }
+    let entry = Box::new(Entry::new(*key, slot.recorder.clock.clone(), slot.recorder.slow_ns));
+    let ptr: *const Entry = &*entry;
+    entries.push(entry);
+    drop(entries);
+    slot.index.insert(raw, ptr);
+    Some(ptr)
+}
+
+impl Drop for ThreadState {
+    fn drop(&mut self) {
+        for slot in self.slots.get_mut().drain(..) {
+            slot.recorder.retire(&slot.shard);
+            if slot.shard.has_outstanding_guards() {
+                // A guard outlives this thread's storage (held by another
+                // thread-local being destroyed later): keep its entry alive.
+                std::mem::forget(slot.shard);
+            }
+        }
+    }
+}

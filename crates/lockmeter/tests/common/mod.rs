@@ -1,0 +1,41 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code)]
+
+use std::sync::Arc;
+
+use lockmeter::Handle;
+use lockmeter_model::{LockStats, Snapshot};
+use tracing_subscriber::prelude::*;
+
+/// Runs `f` with a fresh lockmeter layer in effect on this thread (and on
+/// threads `f` starts through [`spawn_observed`]), returning its handle.
+pub fn observe<R>(f: impl FnOnce() -> R) -> (Handle, R) {
+    observe_with(lockmeter::Layer::builder(), f)
+}
+
+pub fn observe_with<R>(builder: lockmeter::LayerBuilder, f: impl FnOnce() -> R) -> (Handle, R) {
+    let layer = builder.build();
+    let handle = layer.handle();
+    let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(layer));
+    let out = tracing::dispatcher::with_default(&dispatch, f);
+    (handle, out)
+}
+
+/// Spawns a thread that runs `f` under the caller's current dispatcher.
+pub fn spawn_observed<R: Send + 'static>(
+    f: impl FnOnce() -> R + Send + 'static,
+) -> std::thread::JoinHandle<R> {
+    let dispatch = tracing::dispatcher::get_default(|d| d.clone());
+    std::thread::spawn(move || tracing::dispatcher::with_default(&dispatch, f))
+}
+
+pub fn lock<'a>(snap: &'a Snapshot, id: &str) -> &'a LockStats {
+    snap.lock(id).unwrap_or_else(|| {
+        let ids: Vec<&str> = snap.locks.iter().map(|l| l.id.as_str()).collect();
+        panic!("no lock {id:?} in snapshot; have {ids:?}")
+    })
+}
+
+pub fn arc<T>(v: T) -> Arc<T> {
+    Arc::new(v)
+}

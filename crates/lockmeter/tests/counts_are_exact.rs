@@ -1,0 +1,157 @@
+//! Known thread x iteration counts give exact TOTAL, and the counters add
+//! up: NOWAIT + SPIN = TOTAL, failed try-locks land in RJECT, per-site rows
+//! stay separate, and threads that exited are still counted.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{lock, observe, spawn_observed};
+use lockmeter::{Mutex, RwLock, Semaphore, SpinLock};
+
+const THREADS: u64 = 4;
+const ITERS: u64 = 20_000;
+
+#[test]
+fn spinlock_total_is_threads_times_iterations() {
+    let (handle, ()) = observe(|| {
+        let l = Arc::new(SpinLock::named("exact.spin", 0u64));
+        let ts: Vec<_> = (0..THREADS)
+            .map(|_| {
+                let l = l.clone();
+                spawn_observed(move || {
+                    for _ in 0..ITERS {
+                        *l.lock() += 1;
+                    }
+                })
+            })
+            .collect();
+        ts.into_iter().for_each(|t| t.join().unwrap());
+        assert_eq!(*l.lock(), THREADS * ITERS);
+    });
+    let snap = handle.snapshot();
+    let s = &lock(&snap, "exact.spin").total;
+    // The final read is one more acquisition.
+    assert_eq!(s.acquisitions, THREADS * ITERS + 1);
+    assert_eq!(s.nowait + s.contended, s.acquisitions);
+    assert_eq!(s.hold_ns.count, s.acquisitions);
+    assert_eq!(s.wait_ns.count, s.contended);
+    assert_eq!(s.rejected, 0);
+}
+
+#[test]
+fn mutex_counts_survive_thread_exit_and_sites_stay_separate() {
+    let (handle, ()) = observe(|| {
+        let m = Arc::new(Mutex::named("exact.mutex", 0u64));
+        let ts: Vec<_> = (0..THREADS)
+            .map(|i| {
+                let m = m.clone();
+                spawn_observed(move || {
+                    for _ in 0..ITERS {
+                        if i % 2 == 0 {
+                            *m.lock() += 1; // site A
+                        } else {
+                            *m.lock() += 1; // site B
+                        }
+                    }
+                })
+            })
+            .collect();
+        // Every thread has exited before the snapshot.
+        ts.into_iter().for_each(|t| t.join().unwrap());
+    });
+    let snap = handle.snapshot();
+    let l = lock(&snap, "exact.mutex");
+    assert_eq!(l.total.acquisitions, THREADS * ITERS);
+    assert_eq!(l.sites.len(), 2, "two call sites: {:?}", l.sites.iter().map(|s| &s.site).collect::<Vec<_>>());
+    for site in &l.sites {
+        assert_eq!(site.stats.acquisitions, THREADS / 2 * ITERS);
+        assert!(site.site.contains("counts_are_exact.rs"), "{}", site.site);
+    }
+    assert_eq!(l.instances, 1);
+}
+
+#[test]
+fn failed_try_locks_are_rejected_not_acquired() {
+    let (handle, ()) = observe(|| {
+        let m = Mutex::named("exact.try", ());
+        let s = SpinLock::named("exact.try.spin", ());
+        let g = m.lock();
+        let sg = s.lock();
+        for _ in 0..7 {
+            assert!(m.try_lock().is_none());
+            assert!(s.try_lock().is_none());
+        }
+        assert!(m.try_lock_for(Duration::from_millis(2)).is_none());
+        drop((g, sg));
+        assert!(m.try_lock().is_some());
+    });
+    let snap = handle.snapshot();
+    let m = &lock(&snap, "exact.try").total;
+    assert_eq!(m.rejected, 8);
+    assert_eq!(m.acquisitions, 2);
+    let s = &lock(&snap, "exact.try.spin").total;
+    assert_eq!(s.rejected, 7);
+    assert_eq!(s.acquisitions, 1);
+}
+
+#[test]
+fn rwlock_rows_split_read_and_write() {
+    let (handle, ()) = observe(|| {
+        let l = RwLock::named("exact.rw", 0);
+        for _ in 0..5 {
+            let _ = *l.read();
+        }
+        for _ in 0..3 {
+            *l.write() += 1;
+        }
+    });
+    let snap = handle.snapshot();
+    let l = lock(&snap, "exact.rw");
+    let reads: u64 = l.sites.iter().filter(|s| s.mode.as_deref() == Some("read")).map(|s| s.stats.acquisitions).sum();
+    let writes: u64 = l.sites.iter().filter(|s| s.mode.as_deref() == Some("write")).map(|s| s.stats.acquisitions).sum();
+    assert_eq!((reads, writes), (5, 3));
+}
+
+#[test]
+fn semaphore_shows_its_inner_lock_and_wait_queue() {
+    let (handle, ()) = observe(|| {
+        let sem = Arc::new(Semaphore::named("exact.sem", 1));
+        let ts: Vec<_> = (0..THREADS)
+            .map(|_| {
+                let sem = sem.clone();
+                spawn_observed(move || {
+                    for _ in 0..2000 {
+                        let _p = sem.acquire();
+                        std::hint::black_box(0);
+                    }
+                })
+            })
+            .collect();
+        ts.into_iter().for_each(|t| t.join().unwrap());
+        assert_eq!(sem.available(), 1);
+    });
+    let snap = handle.snapshot();
+    let sem = lock(&snap, "exact.sem");
+    assert_eq!(sem.total.acquisitions, THREADS * 2000);
+    assert_eq!(sem.total.hold_ns.count, THREADS * 2000);
+    let inner = lock(&snap, "exact.sem.lock");
+    assert_eq!(inner.parent.as_deref(), Some("exact.sem"));
+    assert!(inner.sites.iter().all(|s| s.site.contains("crates/lockmeter/src/")), "{:?}", inner.sites);
+    let wait = lock(&snap, "exact.sem.wait");
+    assert_eq!(wait.parent.as_deref(), Some("exact.sem"));
+    // Every sleeper that was woken is accounted as a wakeup of the queue.
+    assert_eq!(wait.total.contended, sem.total.contended);
+}
+
+#[test]
+fn nothing_is_recorded_without_a_layer() {
+    let layer = lockmeter::Layer::new();
+    let handle = layer.handle();
+    // The layer exists but no subscriber holding it is in effect.
+    let m = Mutex::named("exact.unobserved", 0);
+    *m.lock() += 1;
+    assert!(handle.snapshot().lock("exact.unobserved").is_none());
+    drop(layer);
+}
