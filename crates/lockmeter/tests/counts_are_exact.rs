@@ -64,7 +64,12 @@ fn mutex_counts_survive_thread_exit_and_sites_stay_separate() {
     let snap = handle.snapshot();
     let l = lock(&snap, "exact.mutex");
     assert_eq!(l.total.acquisitions, THREADS * ITERS);
-    assert_eq!(l.sites.len(), 2, "two call sites: {:?}", l.sites.iter().map(|s| &s.site).collect::<Vec<_>>());
+    assert_eq!(
+        l.sites.len(),
+        2,
+        "two call sites: {:?}",
+        l.sites.iter().map(|s| &s.site).collect::<Vec<_>>()
+    );
     for site in &l.sites {
         assert_eq!(site.stats.acquisitions, THREADS / 2 * ITERS);
         assert!(site.site.contains("counts_are_exact.rs"), "{}", site.site);
@@ -109,8 +114,18 @@ fn rwlock_rows_split_read_and_write() {
     });
     let snap = handle.snapshot();
     let l = lock(&snap, "exact.rw");
-    let reads: u64 = l.sites.iter().filter(|s| s.mode.as_deref() == Some("read")).map(|s| s.stats.acquisitions).sum();
-    let writes: u64 = l.sites.iter().filter(|s| s.mode.as_deref() == Some("write")).map(|s| s.stats.acquisitions).sum();
+    let reads: u64 = l
+        .sites
+        .iter()
+        .filter(|s| s.mode.as_deref() == Some("read"))
+        .map(|s| s.stats.acquisitions)
+        .sum();
+    let writes: u64 = l
+        .sites
+        .iter()
+        .filter(|s| s.mode.as_deref() == Some("write"))
+        .map(|s| s.stats.acquisitions)
+        .sum();
     assert_eq!((reads, writes), (5, 3));
 }
 
@@ -138,7 +153,14 @@ fn semaphore_shows_its_inner_lock_and_wait_queue() {
     assert_eq!(sem.total.hold_ns.count, THREADS * 2000);
     let inner = lock(&snap, "exact.sem.lock");
     assert_eq!(inner.parent.as_deref(), Some("exact.sem"));
-    assert!(inner.sites.iter().all(|s| s.site.contains("crates/lockmeter/src/")), "{:?}", inner.sites);
+    assert!(
+        inner
+            .sites
+            .iter()
+            .all(|s| s.site.contains("crates/lockmeter/src/")),
+        "{:?}",
+        inner.sites
+    );
     let wait = lock(&snap, "exact.sem.wait");
     assert_eq!(wait.parent.as_deref(), Some("exact.sem"));
     // Every sleeper that was woken is accounted as a wakeup of the queue.
