@@ -8,7 +8,10 @@ use crate::{Snapshot, FORMAT_NAME, FORMAT_VERSION};
 #[derive(Debug)]
 pub enum ReadError {
     /// The bytes are not JSON, or not the shape of a snapshot.
-    Json { line: Option<usize>, source: serde_json::Error },
+    Json {
+        line: Option<usize>,
+        source: serde_json::Error,
+    },
     /// The object's `format` field is not `"lockmeter"`.
     WrongFormat { found: String },
     /// Written by a newer lockmeter than this reader understands.
@@ -51,7 +54,9 @@ fn parse_line(text: &str, line: Option<usize>) -> Result<Snapshot, ReadError> {
         serde_json::from_str(text).map_err(|source| ReadError::Json { line, source })?;
     let format = value.get("format").and_then(|f| f.as_str()).unwrap_or("");
     if format != FORMAT_NAME {
-        return Err(ReadError::WrongFormat { found: format.to_string() });
+        return Err(ReadError::WrongFormat {
+            found: format.to_string(),
+        });
     }
     if let Some(version) = value.get("version").and_then(|v| v.as_u64()) {
         if version > u64::from(FORMAT_VERSION) {
@@ -82,9 +87,10 @@ pub fn parse_recording(text: &str) -> Result<Recording, ReadError> {
         let is_last = i + 1 == lines.len();
         match parse_line(line, Some(i + 1)) {
             Ok(s) => rec.frames.push(s),
-            Err(ReadError::Json { .. }) if is_last && !complete => rec
-                .warnings
-                .push(format!("line {}: incomplete last line skipped (the writer was cut off)", i + 1)),
+            Err(ReadError::Json { .. }) if is_last && !complete => rec.warnings.push(format!(
+                "line {}: incomplete last line skipped (the writer was cut off)",
+                i + 1
+            )),
             Err(e) => return Err(e),
         }
     }

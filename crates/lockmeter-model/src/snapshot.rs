@@ -162,20 +162,20 @@ impl Stats {
     /// Adds `other` into `self`. Derived percentages are not touched; call
     /// [`Stats::refresh_derived`] afterwards.
     pub fn merge(&mut self, other: &Stats) {
-        self.acquisitions += other.acquisitions;
-        self.nowait += other.nowait;
-        self.contended += other.contended;
-        self.rejected += other.rejected;
-        self.spins += other.spins;
-        self.sleeps += other.sleeps;
-        self.bounces += other.bounces;
+        self.acquisitions = self.acquisitions.saturating_add(other.acquisitions);
+        self.nowait = self.nowait.saturating_add(other.nowait);
+        self.contended = self.contended.saturating_add(other.contended);
+        self.rejected = self.rejected.saturating_add(other.rejected);
+        self.spins = self.spins.saturating_add(other.spins);
+        self.sleeps = self.sleeps.saturating_add(other.sleeps);
+        self.bounces = self.bounces.saturating_add(other.bounces);
         self.hold_ns.merge(&other.hold_ns);
         self.wait_ns.merge(&other.wait_ns);
-        self.waits += other.waits;
-        self.wake_calls += other.wake_calls;
-        self.wakeups += other.wakeups;
-        self.spurious_wakeups += other.spurious_wakeups;
-        self.exclusive_wakeups += other.exclusive_wakeups;
+        self.waits = self.waits.saturating_add(other.waits);
+        self.wake_calls = self.wake_calls.saturating_add(other.wake_calls);
+        self.wakeups = self.wakeups.saturating_add(other.wakeups);
+        self.spurious_wakeups = self.spurious_wakeups.saturating_add(other.spurious_wakeups);
+        self.exclusive_wakeups = self.exclusive_wakeups.saturating_add(other.exclusive_wakeups);
         self.max_waiters = self.max_waiters.max(other.max_waiters);
         self.wake_latency_ns.merge(&other.wake_latency_ns);
     }

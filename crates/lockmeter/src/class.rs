@@ -38,8 +38,15 @@ pub(crate) struct Class {
 }
 
 impl Class {
-    pub(crate) const fn new(name: Option<&'static str>, created_at: &'static Location<'static>) -> Class {
-        Class { name, created_at, role: Role::Own }
+    pub(crate) const fn new(
+        name: Option<&'static str>,
+        created_at: &'static Location<'static>,
+    ) -> Class {
+        Class {
+            name,
+            created_at,
+            role: Role::Own,
+        }
     }
 
     /// The class of a lock inside this one.
@@ -114,6 +121,10 @@ impl SiteKey {
     #[inline]
     pub(crate) fn raw(&self) -> [usize; 3] {
         let tag = self.class.role as usize | (self.mode as usize) << 2 | (self.kind as usize) << 4;
-        [self.class.addr(), self.site as *const Location<'static> as usize, tag]
+        [
+            self.class.addr(),
+            self.site as *const Location<'static> as usize,
+            tag,
+        ]
     }
 }

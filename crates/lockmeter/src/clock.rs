@@ -4,7 +4,10 @@
 /// `tsc` when quanta can use the invariant TSC, else `monotonic` (the OS
 /// clock quanta falls back to).
 pub(crate) fn default_clock() -> (quanta::Clock, &'static str) {
-    (quanta::Clock::new(), if invariant_tsc() { "tsc" } else { "monotonic" })
+    (
+        quanta::Clock::new(),
+        if invariant_tsc() { "tsc" } else { "monotonic" },
+    )
 }
 
 /// Whether the CPU advertises an invariant TSC (CPUID 0x8000_0007, EDX

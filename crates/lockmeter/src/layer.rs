@@ -52,7 +52,9 @@ impl Layer {
 
     /// A cheap, cloneable handle to read and reset what this layer records.
     pub fn handle(&self) -> Handle {
-        Handle { recorder: self.recorder.clone() }
+        Handle {
+            recorder: self.recorder.clone(),
+        }
     }
 
     pub(crate) fn recorder(&self) -> &Arc<Recorder> {
@@ -119,7 +121,9 @@ impl LayerBuilder {
                 name: self.process_name.unwrap_or_else(current_exe_name),
             },
         };
-        Layer { recorder: Arc::new(Recorder::new(settings)) }
+        Layer {
+            recorder: Arc::new(Recorder::new(settings)),
+        }
     }
 }
 

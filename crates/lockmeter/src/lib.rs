@@ -50,7 +50,9 @@ mod waitqueue;
 pub use layer::{Handle, Layer, LayerBuilder, DEFAULT_SLOW_THRESHOLD};
 pub use lockmeter_model as model;
 pub use mutex::{MeteredMutex, MeteredMutexGuard, Mutex, MutexGuard};
-pub use rwlock::{MeteredReadGuard, MeteredRwLock, MeteredWriteGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
+pub use rwlock::{
+    MeteredReadGuard, MeteredRwLock, MeteredWriteGuard, RwLock, RwLockReadGuard, RwLockWriteGuard,
+};
 pub use semaphore::{Semaphore, SemaphorePermit};
 pub use spinlock::{SpinLock, SpinLockGuard};
 pub use waitqueue::{Wait, WaitQueue, WaitQueueGuard, WakeOrder, ALL_KEYS};

@@ -66,7 +66,12 @@ pub(crate) struct Waiting {
 impl Probe {
     /// The probe for an acquisition at `site`, or `None` when unobserved.
     #[inline]
-    pub(crate) fn start(meta: &Meta, kind: LockKind, site: &'static Location<'static>, mode: Mode) -> Option<Probe> {
+    pub(crate) fn start(
+        meta: &Meta,
+        kind: LockKind,
+        site: &'static Location<'static>,
+        mode: Mode,
+    ) -> Option<Probe> {
         if !recorder::observing() {
             return None;
         }
@@ -74,11 +79,24 @@ impl Probe {
     }
 
     #[inline]
-    fn lookup(meta: &Meta, kind: LockKind, site: &'static Location<'static>, mode: Mode) -> Option<Probe> {
+    fn lookup(
+        meta: &Meta,
+        kind: LockKind,
+        site: &'static Location<'static>,
+        mode: Mode,
+    ) -> Option<Probe> {
         let rec = recorder::current()?;
-        let key = SiteKey { class: meta.class, kind, site, mode };
+        let key = SiteKey {
+            class: meta.class,
+            kind,
+            site,
+            mode,
+        };
         let entry = recorder::shard::entry(rec, &key)?;
-        Some(Probe { entry, recorder: rec })
+        Some(Probe {
+            entry,
+            recorder: rec,
+        })
     }
 
     #[inline]
@@ -97,13 +115,20 @@ impl Probe {
         e.nowait.add(1);
         self.note_owner(meta, site);
         e.outstanding.add(1);
-        Hold { entry: self.entry, start: now, wait_ns: 0 }
+        Hold {
+            entry: self.entry,
+            start: now,
+            wait_ns: 0,
+        }
     }
 
     /// The first attempt failed: the wait begins now.
     #[inline]
     pub(crate) fn contended(&self, meta: &Meta) -> Waiting {
-        Waiting { start: self.entry().clock.raw(), holder: meta.holder.load(Relaxed) }
+        Waiting {
+            start: self.entry().clock.raw(),
+            holder: meta.holder.load(Relaxed),
+        }
     }
 
     /// The lock was acquired after waiting `spins` rounds and `sleeps`
@@ -127,7 +152,11 @@ impl Probe {
         e.record_holder(waiting.holder, wait_ns);
         self.note_owner(meta, site);
         e.outstanding.add(1);
-        Hold { entry: self.entry, start: now, wait_ns }
+        Hold {
+            entry: self.entry,
+            start: now,
+            wait_ns,
+        }
     }
 
     /// A try-lock failed or a timed wait gave up.
@@ -173,7 +202,11 @@ pub(crate) struct Hold {
 
 impl Hold {
     /// The hold of an unobserved acquisition: releasing it records nothing.
-    pub(crate) const NONE: Hold = Hold { entry: std::ptr::null(), start: 0, wait_ns: 0 };
+    pub(crate) const NONE: Hold = Hold {
+        entry: std::ptr::null(),
+        start: 0,
+        wait_ns: 0,
+    };
 
     /// Ends a hold that is not timed (a semaphore `down` without a permit).
     pub(crate) fn discard(self) {
@@ -279,7 +312,10 @@ pub(crate) fn acquire_timed<G>(
     }
     let waiting = probe.contended(meta);
     match wait() {
-        (Some(g), spins, sleeps) => Some((g, probe.acquired_after_wait(meta, site, waiting, spins, sleeps))),
+        (Some(g), spins, sleeps) => Some((
+            g,
+            probe.acquired_after_wait(meta, site, waiting, spins, sleeps),
+        )),
         (None, spins, sleeps) => {
             probe.rejected_after_wait(waiting, spins, sleeps);
             None

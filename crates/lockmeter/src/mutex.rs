@@ -67,7 +67,11 @@ impl<R: RawMutex, T> MeteredMutex<R, T> {
     }
 
     const fn from_class(class: Class, value: T) -> Self {
-        MeteredMutex { raw: R::INIT, meta: Meta::new(class), data: UnsafeCell::new(value) }
+        MeteredMutex {
+            raw: R::INIT,
+            meta: Meta::new(class),
+            data: UnsafeCell::new(value),
+        }
     }
 
     /// Consumes the mutex, returning the data.
@@ -97,9 +101,13 @@ impl<R: RawMutex, T: ?Sized> MeteredMutex<R, T> {
     #[track_caller]
     #[inline]
     pub fn try_lock(&self) -> Option<MeteredMutexGuard<'_, R, T>> {
-        meter::try_acquire(&self.meta, LockKind::Mutex, Location::caller(), Mode::Exclusive, || {
-            self.raw.try_lock()
-        })
+        meter::try_acquire(
+            &self.meta,
+            LockKind::Mutex,
+            Location::caller(),
+            Mode::Exclusive,
+            || self.raw.try_lock(),
+        )
         .map(|(raw, hold)| self.guard(raw, hold))
     }
 
@@ -119,7 +127,11 @@ impl<R: RawMutex, T: ?Sized> MeteredMutex<R, T> {
     }
 
     fn guard(&self, raw: R::Guard, hold: Hold) -> MeteredMutexGuard<'_, R, T> {
-        MeteredMutexGuard { lock: self, raw: ManuallyDrop::new(raw), hold }
+        MeteredMutexGuard {
+            lock: self,
+            raw: ManuallyDrop::new(raw),
+            hold,
+        }
     }
 }
 

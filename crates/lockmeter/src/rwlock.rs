@@ -61,7 +61,11 @@ impl<R: RawRwLock, T> MeteredRwLock<R, T> {
     }
 
     const fn from_class(class: Class, value: T) -> Self {
-        MeteredRwLock { raw: R::INIT, meta: Meta::new(class), data: UnsafeCell::new(value) }
+        MeteredRwLock {
+            raw: R::INIT,
+            meta: Meta::new(class),
+            data: UnsafeCell::new(value),
+        }
     }
 
     /// Consumes the lock, returning the data.
@@ -84,7 +88,11 @@ impl<R: RawRwLock, T: ?Sized> MeteredRwLock<R, T> {
             || self.raw.try_lock_shared(),
             || (self.raw.lock_shared(), 0, 0),
         );
-        MeteredReadGuard { lock: self, raw: ManuallyDrop::new(raw), hold }
+        MeteredReadGuard {
+            lock: self,
+            raw: ManuallyDrop::new(raw),
+            hold,
+        }
     }
 
     /// Acquires exclusive write access, blocking until no one holds the lock.
@@ -100,27 +108,47 @@ impl<R: RawRwLock, T: ?Sized> MeteredRwLock<R, T> {
             || self.raw.try_lock_exclusive(),
             || (self.raw.lock_exclusive(), 0, 0),
         );
-        MeteredWriteGuard { lock: self, raw: ManuallyDrop::new(raw), hold }
+        MeteredWriteGuard {
+            lock: self,
+            raw: ManuallyDrop::new(raw),
+            hold,
+        }
     }
 
     /// Read access if available now; a failure counts in RJECT.
     #[track_caller]
     #[inline]
     pub fn try_read(&self) -> Option<MeteredReadGuard<'_, R, T>> {
-        meter::try_acquire(&self.meta, LockKind::Rwlock, Location::caller(), Mode::Read, || {
-            self.raw.try_lock_shared()
+        meter::try_acquire(
+            &self.meta,
+            LockKind::Rwlock,
+            Location::caller(),
+            Mode::Read,
+            || self.raw.try_lock_shared(),
+        )
+        .map(|(raw, hold)| MeteredReadGuard {
+            lock: self,
+            raw: ManuallyDrop::new(raw),
+            hold,
         })
-        .map(|(raw, hold)| MeteredReadGuard { lock: self, raw: ManuallyDrop::new(raw), hold })
     }
 
     /// Write access if available now; a failure counts in RJECT.
     #[track_caller]
     #[inline]
     pub fn try_write(&self) -> Option<MeteredWriteGuard<'_, R, T>> {
-        meter::try_acquire(&self.meta, LockKind::Rwlock, Location::caller(), Mode::Write, || {
-            self.raw.try_lock_exclusive()
+        meter::try_acquire(
+            &self.meta,
+            LockKind::Rwlock,
+            Location::caller(),
+            Mode::Write,
+            || self.raw.try_lock_exclusive(),
+        )
+        .map(|(raw, hold)| MeteredWriteGuard {
+            lock: self,
+            raw: ManuallyDrop::new(raw),
+            hold,
         })
-        .map(|(raw, hold)| MeteredWriteGuard { lock: self, raw: ManuallyDrop::new(raw), hold })
     }
 
     /// Whether anyone holds the lock right now.
@@ -156,7 +184,11 @@ impl<R: RawRwLockTimed, T: ?Sized> MeteredRwLock<R, T> {
             || self.raw.try_lock_shared(),
             || (self.raw.try_lock_shared_for(timeout), 0, 0),
         )
-        .map(|(raw, hold)| MeteredReadGuard { lock: self, raw: ManuallyDrop::new(raw), hold })
+        .map(|(raw, hold)| MeteredReadGuard {
+            lock: self,
+            raw: ManuallyDrop::new(raw),
+            hold,
+        })
     }
 
     /// Write access, giving up after `timeout` (counted in RJECT).
@@ -170,7 +202,11 @@ impl<R: RawRwLockTimed, T: ?Sized> MeteredRwLock<R, T> {
             || self.raw.try_lock_exclusive(),
             || (self.raw.try_lock_exclusive_for(timeout), 0, 0),
         )
-        .map(|(raw, hold)| MeteredWriteGuard { lock: self, raw: ManuallyDrop::new(raw), hold })
+        .map(|(raw, hold)| MeteredWriteGuard {
+            lock: self,
+            raw: ManuallyDrop::new(raw),
+            hold,
+        })
     }
 
     /// Read access, giving up at `deadline` (counted in RJECT).
@@ -184,7 +220,11 @@ impl<R: RawRwLockTimed, T: ?Sized> MeteredRwLock<R, T> {
             || self.raw.try_lock_shared(),
             || (self.raw.try_lock_shared_until(deadline), 0, 0),
         )
-        .map(|(raw, hold)| MeteredReadGuard { lock: self, raw: ManuallyDrop::new(raw), hold })
+        .map(|(raw, hold)| MeteredReadGuard {
+            lock: self,
+            raw: ManuallyDrop::new(raw),
+            hold,
+        })
     }
 
     /// Write access, giving up at `deadline` (counted in RJECT).
@@ -198,7 +238,11 @@ impl<R: RawRwLockTimed, T: ?Sized> MeteredRwLock<R, T> {
             || self.raw.try_lock_exclusive(),
             || (self.raw.try_lock_exclusive_until(deadline), 0, 0),
         )
-        .map(|(raw, hold)| MeteredWriteGuard { lock: self, raw: ManuallyDrop::new(raw), hold })
+        .map(|(raw, hold)| MeteredWriteGuard {
+            lock: self,
+            raw: ManuallyDrop::new(raw),
+            hold,
+        })
     }
 }
 
@@ -282,7 +326,8 @@ impl<R: RawRwLock, T: ?Sized> Drop for MeteredReadGuard<'_, R, T> {
         // SAFETY: `raw` is taken exactly once, here.
         let raw = unsafe { ManuallyDrop::take(&mut self.raw) };
         // SAFETY: `raw` is the state of this guard's shared acquisition.
-        self.hold.release(|| unsafe { self.lock.raw.unlock_shared(raw) });
+        self.hold
+            .release(|| unsafe { self.lock.raw.unlock_shared(raw) });
     }
 }
 
@@ -292,6 +337,7 @@ impl<R: RawRwLock, T: ?Sized> Drop for MeteredWriteGuard<'_, R, T> {
         // SAFETY: `raw` is taken exactly once, here.
         let raw = unsafe { ManuallyDrop::take(&mut self.raw) };
         // SAFETY: `raw` is the state of this guard's exclusive acquisition.
-        self.hold.release(|| unsafe { self.lock.raw.unlock_exclusive(raw) });
+        self.hold
+            .release(|| unsafe { self.lock.raw.unlock_exclusive(raw) });
     }
 }

@@ -83,7 +83,12 @@ impl Semaphore {
     /// Takes a permit if one is free now; a failure counts in RJECT.
     #[track_caller]
     pub fn try_down(&self) -> bool {
-        let probe = Probe::start(&self.meta, LockKind::Semaphore, Location::caller(), Mode::Exclusive);
+        let probe = Probe::start(
+            &self.meta,
+            LockKind::Semaphore,
+            Location::caller(),
+            Mode::Exclusive,
+        );
         let taken = take_permit(&mut self.queue.lock());
         match (probe, taken) {
             (Some(p), true) => p.acquired_nowait(&self.meta, Location::caller()).discard(),
@@ -107,7 +112,8 @@ impl Semaphore {
             return true;
         }
         let waiting = probe.as_ref().map(|p| p.contended(&self.meta));
-        let (guard, taken) = guard.wait_event_locked_with(Wait::exclusive().timeout(timeout), take_permit);
+        let (guard, taken) =
+            guard.wait_event_locked_with(Wait::exclusive().timeout(timeout), take_permit);
         drop(guard);
         if let (Some(p), Some(w)) = (probe, waiting) {
             if taken {
@@ -132,7 +138,10 @@ impl Semaphore {
     /// recording the hold time.
     #[track_caller]
     pub fn acquire(&self) -> SemaphorePermit<'_> {
-        SemaphorePermit { sem: self, hold: self.down_recorded(Location::caller()) }
+        SemaphorePermit {
+            sem: self,
+            hold: self.down_recorded(Location::caller()),
+        }
     }
 
     /// Permits free right now.

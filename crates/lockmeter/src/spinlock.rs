@@ -95,9 +95,13 @@ impl<T: ?Sized> SpinLock<T> {
     #[track_caller]
     #[inline]
     pub fn try_lock(&self) -> Option<SpinLockGuard<'_, T>> {
-        meter::try_acquire(&self.meta, LockKind::Spinlock, Location::caller(), Mode::Exclusive, || {
-            self.try_acquire_raw().then_some(())
-        })
+        meter::try_acquire(
+            &self.meta,
+            LockKind::Spinlock,
+            Location::caller(),
+            Mode::Exclusive,
+            || self.try_acquire_raw().then_some(()),
+        )
         .map(|((), hold)| SpinLockGuard { lock: self, hold })
     }
 
@@ -115,7 +119,9 @@ impl<T: ?Sized> SpinLock<T> {
     fn try_acquire_raw(&self) -> bool {
         // Acquire: pairs with the Release store in `unlock_raw`, so the
         // previous holder's writes to the data are visible.
-        self.locked.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_ok()
+        self.locked
+            .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
     }
 
     /// Spins until acquired; returns the backoff rounds it took.

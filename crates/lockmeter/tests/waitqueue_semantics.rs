@@ -11,9 +11,11 @@ use std::time::Duration;
 use common::{lock, observe, spawn_observed};
 use lockmeter::{Wait, WaitQueue, WakeOrder};
 
-/// Blocks until `n` waiters are queued on `q`.
-fn until_queued<T>(q: &WaitQueue<T>, n: usize) {
-    while q.waiters() < n {
+/// Blocks until the waiters' conditions were evaluated `n` times in all.
+/// A waiter checks before queueing, after queueing and after every
+/// wake-up, so counting checks tells when every waiter is truly asleep.
+fn until_checked(checks: &AtomicUsize, n: usize) {
+    while checks.load(Ordering::Acquire) < n {
         std::thread::yield_now();
     }
 }
@@ -23,18 +25,20 @@ fn wake_up_wakes_exactly_one_exclusive_waiter() {
     let q = Arc::new(WaitQueue::named("wq.one"));
     let tokens = Arc::new(AtomicUsize::new(0));
     let done = Arc::new(AtomicUsize::new(0));
+    let checks = Arc::new(AtomicUsize::new(0));
     let ts: Vec<_> = (0..3)
         .map(|_| {
-            let (q, tokens, done) = (q.clone(), tokens.clone(), done.clone());
+            let (q, tokens, done, checks) = (q.clone(), tokens.clone(), done.clone(), checks.clone());
             std::thread::spawn(move || {
                 q.wait_event_exclusive(|| {
+                    checks.fetch_add(1, Ordering::AcqRel);
                     tokens.fetch_update(Ordering::AcqRel, Ordering::Acquire, |t| t.checked_sub(1)).is_ok()
                 });
                 done.fetch_add(1, Ordering::AcqRel);
             })
         })
         .collect();
-    until_queued(&q, 3);
+    until_checked(&checks, 6);
     tokens.fetch_add(1, Ordering::AcqRel);
     assert_eq!(q.wake_up(), 1);
     while done.load(Ordering::Acquire) < 1 {
@@ -54,15 +58,20 @@ fn exclusive_waiters_wake_in_the_queue_order() {
         let q = Arc::new(WaitQueue::named_with_order("wq.order", order));
         let woken = Arc::new(StdMutex::new(Vec::new()));
         let go: Arc<Vec<AtomicBool>> = Arc::new((0..3).map(|_| AtomicBool::new(false)).collect());
+        let checks = Arc::new(AtomicUsize::new(0));
         let mut ts = Vec::new();
         for i in 0..3usize {
-            let (q2, woken, go) = (q.clone(), woken.clone(), go.clone());
+            let (q2, woken, go, c2) = (q.clone(), woken.clone(), go.clone(), checks.clone());
             ts.push(std::thread::spawn(move || {
                 // Every waiter accepts any wake-up, so the order is the queue's.
-                q2.wait_event_exclusive(|| go.iter().any(|g| g.swap(false, Ordering::AcqRel)));
+                q2.wait_event_exclusive(|| {
+                    c2.fetch_add(1, Ordering::AcqRel);
+                    go.iter().any(|g| g.swap(false, Ordering::AcqRel))
+                });
                 woken.lock().unwrap().push(i);
             }));
-            until_queued(&q, i + 1);
+            // Queue them one by one, each asleep before the next comes.
+            until_checked(&checks, 2 * (i + 1));
         }
         for n in 1..=3 {
             go[0].store(true, Ordering::Release);
@@ -82,9 +91,15 @@ fn keyed_wake_wakes_only_matching_waiters() {
     const TX: u64 = 0b10;
     let q = Arc::new(WaitQueue::named("wq.keyed"));
     let rx_ready = Arc::new(AtomicBool::new(false));
-    let (q2, r2) = (q.clone(), rx_ready.clone());
-    let t = std::thread::spawn(move || q2.wait_event_keyed(RX, || r2.load(Ordering::Acquire)));
-    until_queued(&q, 1);
+    let checks = Arc::new(AtomicUsize::new(0));
+    let (q2, r2, c2) = (q.clone(), rx_ready.clone(), checks.clone());
+    let t = std::thread::spawn(move || {
+        q2.wait_event_keyed(RX, || {
+            c2.fetch_add(1, Ordering::AcqRel);
+            r2.load(Ordering::Acquire)
+        })
+    });
+    until_checked(&checks, 2);
     assert_eq!(q.wake_up_key(TX), 0, "a TX event must not wake an RX waiter");
     assert_eq!(q.waiters(), 1);
     rx_ready.store(true, Ordering::Release);
@@ -110,15 +125,12 @@ fn spurious_wakeups_are_counted_exactly() {
         // Initial check + re-check after queueing = 2 checks before sleeping.
         let mut expected_checks = 2;
         for _ in 0..3 {
-            until_queued(&q, 1);
-            while checks.load(Ordering::Acquire) < expected_checks {
-                std::thread::yield_now();
-            }
+            until_checked(&checks, expected_checks);
             assert_eq!(q.wake_up(), 1);
             // After a spurious wake-up: the re-check, then re-queue and check.
             expected_checks += 2;
         }
-        until_queued(&q, 1);
+        until_checked(&checks, expected_checks);
         ready.store(true, Ordering::Release);
         assert_eq!(q.wake_up(), 1);
         t.join().unwrap();
@@ -143,18 +155,24 @@ fn waking_non_exclusive_waiters_counts_the_herd_exactly() {
     let (handle, ()) = observe(|| {
         let q = Arc::new(WaitQueue::named("wq.herd"));
         let token = Arc::new(AtomicUsize::new(0));
+        let checks = Arc::new(AtomicUsize::new(0));
         let ts: Vec<_> = (0..N)
             .map(|_| {
-                let (q, token) = (q.clone(), token.clone());
+                let (q, token, checks) = (q.clone(), token.clone(), checks.clone());
                 spawn_observed(move || {
                     q.wait_event(|| {
+                        checks.fetch_add(1, Ordering::AcqRel);
                         token.fetch_update(Ordering::AcqRel, Ordering::Acquire, |t| t.checked_sub(1)).is_ok()
                     })
                 })
             })
             .collect();
+        // Two checks each before the first sleep; in round r the N-r woken
+        // check once and the N-r-1 losers check again after re-queueing.
+        let mut expected = 2 * N;
         for round in 0..N {
-            until_queued(&q, (N - round) as usize);
+            until_checked(&checks, expected as usize);
+            expected += 2 * (N - round) - 1;
             token.fetch_add(1, Ordering::AcqRel);
             assert_eq!(q.wake_up() as u64, N - round);
             while token.load(Ordering::Acquire) != 0 {

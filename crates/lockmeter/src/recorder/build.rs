@@ -38,7 +38,11 @@ impl SiteRecord {
                     // SAFETY: only `&'static Location` addresses are stored.
                     format_location(unsafe { &*site })
                 };
-                Holder { site, contended: h.contended.get(), wait_ns_total: h.wait_ns.get() }
+                Holder {
+                    site,
+                    contended: h.contended.get(),
+                    wait_ns_total: h.wait_ns.get(),
+                }
             })
             .collect();
         SiteRecord {
@@ -74,7 +78,12 @@ impl SiteRecord {
 
     /// Records with equal keys describe the same row and add up.
     pub(crate) fn merge_key(&self) -> (String, &'static str, String, Option<&'static str>) {
-        (self.id.clone(), self.kind.as_str(), self.site.clone(), self.mode)
+        (
+            self.id.clone(),
+            self.kind.as_str(),
+            self.site.clone(),
+            self.mode,
+        )
     }
 
     pub(crate) fn merge(&mut self, other: &SiteRecord) {
@@ -100,31 +109,46 @@ fn merge_holders(into: &mut Vec<Holder>, from: &[Holder]) {
 pub(crate) fn group(records: Vec<SiteRecord>, elapsed_ns: u64) -> Vec<LockStats> {
     let mut locks: BTreeMap<(String, &'static str), LockStats> = BTreeMap::new();
     for r in records {
-        let lock = locks.entry((r.id.clone(), r.kind.as_str())).or_insert_with(|| LockStats {
-            id: r.id.clone(),
-            name: r.id.clone(),
-            kind: r.kind,
-            created_at: r.created_at.clone(),
-            instances: 0,
-            parent: r.parent.clone(),
-            total: Stats::default(),
-            sites: Vec::new(),
-            holders: Vec::new(),
-        });
+        let lock = locks
+            .entry((r.id.clone(), r.kind.as_str()))
+            .or_insert_with(|| LockStats {
+                id: r.id.clone(),
+                name: r.id.clone(),
+                kind: r.kind,
+                created_at: r.created_at.clone(),
+                instances: 0,
+                parent: r.parent.clone(),
+                total: Stats::default(),
+                sites: Vec::new(),
+                holders: Vec::new(),
+            });
         lock.instances += r.instances;
         lock.total.merge(&r.stats);
         merge_holders(&mut lock.holders, &r.holders);
         let mode = r.mode.map(str::to_string);
-        match lock.sites.iter_mut().find(|s| s.site == r.site && s.mode == mode) {
+        match lock
+            .sites
+            .iter_mut()
+            .find(|s| s.site == r.site && s.mode == mode)
+        {
             Some(s) => s.stats.merge(&r.stats),
-            None => lock.sites.push(SiteStats { site: r.site, mode, stats: r.stats }),
+            None => lock.sites.push(SiteStats {
+                site: r.site,
+                mode,
+                stats: r.stats,
+            }),
         }
     }
     locks
         .into_values()
         .map(|mut lock| {
-            lock.sites.sort_by(|a, b| (&a.site, &a.mode).cmp(&(&b.site, &b.mode)));
-            lock.holders.sort_by(|a, b| b.wait_ns_total.cmp(&a.wait_ns_total).then(a.site.cmp(&b.site)));
+            lock.sites
+                .sort_by(|a, b| (&a.site, &a.mode).cmp(&(&b.site, &b.mode)));
+            lock.holders.sort_by(|a, b| {
+                b.wait_ns_total
+                    .cmp(&a.wait_ns_total)
+                    .then(a.site.cmp(&b.site))
+            });
             lock.refresh_derived(elapsed_ns);
             lock
         })

@@ -35,7 +35,9 @@ pub(crate) fn observing() -> bool {
 /// subscriber, so a lock used by a layer itself is not recorded into it.
 #[inline]
 pub(crate) fn current() -> Option<*const Recorder> {
-    tracing::dispatcher::get_default(|d| d.downcast_ref::<Layer>().map(|l| Arc::as_ptr(l.recorder())))
+    tracing::dispatcher::get_default(|d| {
+        d.downcast_ref::<Layer>().map(|l| Arc::as_ptr(l.recorder()))
+    })
 }
 
 /// Like [`current`], with a reference count, for the cold path.
@@ -163,5 +165,7 @@ impl Drop for Recorder {
 }
 
 fn unix_now_ns() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
 }

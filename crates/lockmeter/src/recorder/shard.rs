@@ -44,7 +44,11 @@ const EMPTY: [usize; 3] = [0; 3];
 
 impl Index {
     const fn new() -> Index {
-        Index { slots: Vec::new(), len: 0, last: (EMPTY, std::ptr::null()) }
+        Index {
+            slots: Vec::new(),
+            len: 0,
+            last: (EMPTY, std::ptr::null()),
+        }
     }
 
     #[inline]
@@ -126,7 +130,10 @@ pub(crate) fn entry(recorder: *const Recorder, key: &SiteKey) -> Option<*const E
             // called while the borrow is live re-enters this module.
             let slots = unsafe { &mut *t.slots.get() };
             let raw = key.raw();
-            let slot = match slots.iter_mut().position(|s| Arc::as_ptr(&s.recorder) == recorder) {
+            let slot = match slots
+                .iter_mut()
+                .position(|s| Arc::as_ptr(&s.recorder) == recorder)
+            {
                 Some(i) => &mut slots[i],
                 None => new_slot(slots)?,
             };
@@ -144,7 +151,11 @@ fn new_slot(slots: &mut Vec<Slot>) -> Option<&mut Slot> {
     let recorder = super::current_arc()?;
     let shard = Arc::new(Shard::default());
     recorder.adopt(shard.clone());
-    slots.push(Slot { recorder, shard, index: Index::new() });
+    slots.push(Slot {
+        recorder,
+        shard,
+        index: Index::new(),
+    });
     slots.last_mut()
 }
 
@@ -155,7 +166,11 @@ fn new_entry(slot: &mut Slot, raw: [usize; 3], key: &SiteKey) -> Option<*const E
         slot.recorder.count_dropped();
         return None;
     }
-    let entry = Box::new(Entry::new(*key, slot.recorder.clock.clone(), slot.recorder.slow_ns));
+    let entry = Box::new(Entry::new(
+        *key,
+        slot.recorder.clock.clone(),
+        slot.recorder.slow_ns,
+    ));
     let ptr: *const Entry = &*entry;
     entries.push(entry);
     drop(entries);

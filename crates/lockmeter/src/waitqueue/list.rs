@@ -125,22 +125,25 @@ impl WaitList {
         let mut woken = Woken::default();
         if !self.shared.is_empty() {
             let mut stale = 0;
-            self.shared.retain(|w| match w.state.load(Ordering::Relaxed) {
-                QUEUED if w.mask & key != 0 => {
-                    signal(w, stamp);
-                    woken.total += 1;
-                    false
-                }
-                QUEUED => true,
-                _ => {
-                    stale += 1;
-                    false
-                }
-            });
+            self.shared
+                .retain(|w| match w.state.load(Ordering::Relaxed) {
+                    QUEUED if w.mask & key != 0 => {
+                        signal(w, stamp);
+                        woken.total += 1;
+                        false
+                    }
+                    QUEUED => true,
+                    _ => {
+                        stale += 1;
+                        false
+                    }
+                });
             self.stale = self.stale.saturating_sub(stale);
         }
         while (woken.exclusive as usize) < nr_exclusive {
-            let Some(w) = self.pop_exclusive(key) else { break };
+            let Some(w) = self.pop_exclusive(key) else {
+                break;
+            };
             signal(&w, stamp);
             woken.exclusive += 1;
             woken.total += 1;
@@ -167,16 +170,15 @@ impl WaitList {
                 return self.take_end();
             }
             // Keyed wake: look past waiters that are not interested.
-            let pos = match self.order {
-                WakeOrder::Fifo => self
-                    .exclusive
-                    .iter()
-                    .position(|w| w.state.load(Ordering::Relaxed) == QUEUED && w.mask & key != 0),
-                WakeOrder::Lifo => self
-                    .exclusive
-                    .iter()
-                    .rposition(|w| w.state.load(Ordering::Relaxed) == QUEUED && w.mask & key != 0),
-            }?;
+            let pos =
+                match self.order {
+                    WakeOrder::Fifo => self.exclusive.iter().position(|w| {
+                        w.state.load(Ordering::Relaxed) == QUEUED && w.mask & key != 0
+                    }),
+                    WakeOrder::Lifo => self.exclusive.iter().rposition(|w| {
+                        w.state.load(Ordering::Relaxed) == QUEUED && w.mask & key != 0
+                    }),
+                }?;
             return self.exclusive.remove(pos);
         }
     }

@@ -58,12 +58,20 @@ pub struct Wait {
 impl Wait {
     /// A non-exclusive wait: every wake call wakes it.
     pub const fn shared() -> Wait {
-        Wait { exclusive: false, mask: ALL_KEYS, timeout: None }
+        Wait {
+            exclusive: false,
+            mask: ALL_KEYS,
+            timeout: None,
+        }
     }
 
     /// An exclusive wait: one wake call wakes one exclusive waiter.
     pub const fn exclusive() -> Wait {
-        Wait { exclusive: true, mask: ALL_KEYS, timeout: None }
+        Wait {
+            exclusive: true,
+            mask: ALL_KEYS,
+            timeout: None,
+        }
     }
 
     /// Only keyed wakes whose key meets `mask` wake this waiter.
@@ -73,7 +81,10 @@ impl Wait {
 
     /// Give up after `timeout` (counted in RJECT).
     pub const fn timeout(self, timeout: Duration) -> Wait {
-        Wait { timeout: Some(timeout), ..self }
+        Wait {
+            timeout: Some(timeout),
+            ..self
+        }
     }
 }
 
@@ -186,7 +197,11 @@ impl<T> WaitQueue<T> {
     /// Like [`wait_event_exclusive`](Self::wait_event_exclusive), giving up
     /// after `timeout`. Returns whether `cond` held.
     #[track_caller]
-    pub fn wait_event_exclusive_timeout(&self, cond: impl FnMut() -> bool, timeout: Duration) -> bool {
+    pub fn wait_event_exclusive_timeout(
+        &self,
+        cond: impl FnMut() -> bool,
+        timeout: Duration,
+    ) -> bool {
         self.wait_event_with(Wait::exclusive().timeout(timeout), cond)
     }
 
@@ -201,7 +216,12 @@ impl<T> WaitQueue<T> {
     /// if the wait timed out with `cond` still false.
     #[track_caller]
     pub fn wait_event_with(&self, how: Wait, mut cond: impl FnMut() -> bool) -> bool {
-        let probe = Probe::start(&self.meta, LockKind::Waitqueue, Location::caller(), Mode::Exclusive);
+        let probe = Probe::start(
+            &self.meta,
+            LockKind::Waitqueue,
+            Location::caller(),
+            Mode::Exclusive,
+        );
         let mut stats = WaitStats::new(probe.as_ref().map(Probe::entry));
         if cond() {
             stats.finish(true);
@@ -272,7 +292,10 @@ impl<T> WaitQueue<T> {
     /// `*_locked` operations and the data it guards.
     #[track_caller]
     pub fn lock(&self) -> WaitQueueGuard<'_, T> {
-        WaitQueueGuard { queue: self, inner: self.inner.lock() }
+        WaitQueueGuard {
+            queue: self,
+            inner: self.inner.lock(),
+        }
     }
 
     /// Waiters queued right now.
@@ -288,7 +311,13 @@ impl<T> WaitQueue<T> {
 }
 
 /// Wakes under the held lock and records the wake call at `site`.
-fn wake_locked(meta: &Meta, list: &mut WaitList, key: u64, nr: usize, site: &'static Location<'static>) -> usize {
+fn wake_locked(
+    meta: &Meta,
+    list: &mut WaitList,
+    key: u64,
+    nr: usize,
+    site: &'static Location<'static>,
+) -> usize {
     let probe = Probe::start(meta, LockKind::Waitqueue, site, Mode::Exclusive);
     let stamp = probe.as_ref().map_or(0, |p| p.entry().clock.raw());
     let waiting = list.len() as u64;
@@ -315,25 +344,49 @@ impl<'a, T> WaitQueueGuard<'a, T> {
     /// [`WaitQueue::wake_up`] under the held lock.
     #[track_caller]
     pub fn wake_up_locked(&mut self) -> usize {
-        wake_locked(&self.queue.meta, &mut self.inner.list, ALL_KEYS, 1, Location::caller())
+        wake_locked(
+            &self.queue.meta,
+            &mut self.inner.list,
+            ALL_KEYS,
+            1,
+            Location::caller(),
+        )
     }
 
     /// [`WaitQueue::wake_up_nr`] under the held lock.
     #[track_caller]
     pub fn wake_up_nr_locked(&mut self, nr: usize) -> usize {
-        wake_locked(&self.queue.meta, &mut self.inner.list, ALL_KEYS, nr, Location::caller())
+        wake_locked(
+            &self.queue.meta,
+            &mut self.inner.list,
+            ALL_KEYS,
+            nr,
+            Location::caller(),
+        )
     }
 
     /// [`WaitQueue::wake_up_all`] under the held lock.
     #[track_caller]
     pub fn wake_up_all_locked(&mut self) -> usize {
-        wake_locked(&self.queue.meta, &mut self.inner.list, ALL_KEYS, usize::MAX, Location::caller())
+        wake_locked(
+            &self.queue.meta,
+            &mut self.inner.list,
+            ALL_KEYS,
+            usize::MAX,
+            Location::caller(),
+        )
     }
 
     /// [`WaitQueue::wake_up_key`] under the held lock.
     #[track_caller]
     pub fn wake_up_key_locked(&mut self, key: u64) -> usize {
-        wake_locked(&self.queue.meta, &mut self.inner.list, key, 1, Location::caller())
+        wake_locked(
+            &self.queue.meta,
+            &mut self.inner.list,
+            key,
+            1,
+            Location::caller(),
+        )
     }
 
     /// Waiters queued right now.
@@ -358,9 +411,18 @@ impl<'a, T> WaitQueueGuard<'a, T> {
     /// Waits as `how` says until `cond(&mut data)` holds, under the lock.
     /// Returns the guard and whether `cond` held (false: timed out).
     #[track_caller]
-    pub fn wait_event_locked_with(mut self, how: Wait, mut cond: impl FnMut(&mut T) -> bool) -> (Self, bool) {
+    pub fn wait_event_locked_with(
+        mut self,
+        how: Wait,
+        mut cond: impl FnMut(&mut T) -> bool,
+    ) -> (Self, bool) {
         let queue = self.queue;
-        let probe = Probe::start(&queue.meta, LockKind::Waitqueue, Location::caller(), Mode::Exclusive);
+        let probe = Probe::start(
+            &queue.meta,
+            LockKind::Waitqueue,
+            Location::caller(),
+            Mode::Exclusive,
+        );
         let mut stats = WaitStats::new(probe.as_ref().map(Probe::entry));
         if cond(&mut self.inner.data) {
             stats.finish(true);
@@ -373,8 +435,15 @@ impl<'a, T> WaitQueueGuard<'a, T> {
             stats.queued(queued);
             drop(self);
             let signaled = stats.sleep(&waiter, deadline);
-            self = WaitQueueGuard { queue, inner: queue.inner.lock() };
-            let woken = if signaled { true } else { self.inner.list.remove(&waiter) };
+            self = WaitQueueGuard {
+                queue,
+                inner: queue.inner.lock(),
+            };
+            let woken = if signaled {
+                true
+            } else {
+                self.inner.list.remove(&waiter)
+            };
             if !signaled {
                 waiter.parker.clear();
             }
@@ -409,7 +478,9 @@ impl<T> DerefMut for WaitQueueGuard<'_, T> {
 
 impl<T> fmt::Debug for WaitQueue<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("WaitQueue").field("class", &self.meta.class.id()).finish_non_exhaustive()
+        f.debug_struct("WaitQueue")
+            .field("class", &self.meta.class.id())
+            .finish_non_exhaustive()
     }
 }
 
@@ -423,7 +494,12 @@ struct WaitStats<'e> {
 
 impl<'e> WaitStats<'e> {
     fn new(entry: Option<&'e Entry>) -> Self {
-        WaitStats { entry, asleep_from: 0, slept: false, sleeps: 0 }
+        WaitStats {
+            entry,
+            asleep_from: 0,
+            slept: false,
+            sleeps: 0,
+        }
     }
 
     fn queued(&mut self, len: usize) {
@@ -446,7 +522,8 @@ impl<'e> WaitStats<'e> {
         let Some(e) = self.entry else { return };
         let stamp = waiter.woken_at.load(std::sync::atomic::Ordering::Relaxed);
         if stamp != 0 {
-            e.wake_latency.record(e.clock.delta_as_nanos(stamp, e.clock.raw()));
+            e.wake_latency
+                .record(e.clock.delta_as_nanos(stamp, e.clock.raw()));
         }
     }
 
@@ -461,7 +538,8 @@ impl<'e> WaitStats<'e> {
         if self.slept {
             e.waits.add(1);
             e.sleeps.add(self.sleeps);
-            e.wait.record(e.clock.delta_as_nanos(self.asleep_from, e.clock.raw()));
+            e.wait
+                .record(e.clock.delta_as_nanos(self.asleep_from, e.clock.raw()));
         }
         if done {
             e.acquisitions.add(1);

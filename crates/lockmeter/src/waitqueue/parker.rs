@@ -15,7 +15,10 @@ pub(crate) struct Parker {
 
 impl Parker {
     pub(crate) fn new() -> Parker {
-        Parker { signaled: Mutex::new(false), cv: Condvar::new() }
+        Parker {
+            signaled: Mutex::new(false),
+            cv: Condvar::new(),
+        }
     }
 
     /// Sets the flag and wakes the waiter.
@@ -42,7 +45,11 @@ impl Parker {
                     if now >= d {
                         return false;
                     }
-                    s = self.cv.wait_timeout(s, d - now).unwrap_or_else(|e| e.into_inner()).0;
+                    s = self
+                        .cv
+                        .wait_timeout(s, d - now)
+                        .unwrap_or_else(|e| e.into_inner())
+                        .0;
                 }
                 #[cfg(lockmeter_loom)]
                 Some(_) => return false,

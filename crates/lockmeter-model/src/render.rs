@@ -1,1 +1,0 @@
-//! TODO: owned by its issue; see lib.rs.

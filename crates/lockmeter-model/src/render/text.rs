@@ -1,0 +1,391 @@
+//! The classic Lockmeter text table.
+//!
+//! ```text
+//!  UTIL    CON  HOLD MEAN(MAX)  WAIT MEAN(MAX)  TOTAL  NOWAIT   SPIN  RJECT  NAME
+//! 52.1%  58.0%   812ns(45.0us)   12.3us(2.1ms)  22508    9657  12851      0  pipe.sem (semaphore)
+//! ```
+//!
+//! One row per lock, its call sites indented under it, "held by" rows for
+//! the sites that made others wait, nested locks indented under their
+//! parent, advisories as `  ! ...` lines, and a `*TOTAL*` row. Wait queues
+//! have no acquisitions; their rows show the time asleep in WAIT, timed-out
+//! waits in RJECT, and a second line with wakeups, spurious wakeups, wake
+//! latency, waits and the most waiters queued at once.
+
+use std::fmt::Write as _;
+
+use super::format::{format_count, format_ns, format_pct, sanitize};
+use super::order::{lock_order, sorted_sites};
+use super::TableOptions;
+use crate::advice::{advise_lock, Advisory, Thresholds};
+use crate::{percent, Dist, LockKind, LockStats, Snapshot, Stats};
+
+/// Column titles, right-aligned over their cells; NAME follows, left-aligned.
+const TITLES: [&str; 8] = [
+    "UTIL",
+    "CON",
+    "HOLD MEAN(MAX)",
+    "WAIT MEAN(MAX)",
+    "TOTAL",
+    "NOWAIT",
+    "SPIN",
+    "RJECT",
+];
+/// Columns holding a `mean(max)` pair.
+const PAIR_COLUMNS: [usize; 2] = [2, 3];
+/// Spaces between columns.
+const GAP: &str = "  ";
+/// Extra indentation of the NAME cell per nesting level.
+const NEST_INDENT: usize = 4;
+
+/// The snapshot as a Lockmeter table; see the module doc for the layout.
+///
+/// The `*TOTAL*` row sums every lock that passed the filter (not only the
+/// `top` shown), wait queues apart: their wakeups are summed on a line of
+/// their own. Output is deterministic for a given snapshot and options.
+pub fn text_table(snap: &Snapshot, opts: &TableOptions) -> String {
+    text_table_with(snap, opts, &Thresholds::default())
+}
+
+/// [`text_table`] with advisories judged under `thresholds`.
+pub fn text_table_with(snap: &Snapshot, opts: &TableOptions, thresholds: &Thresholds) -> String {
+    let (order, visible) = lock_order(snap, opts);
+    let mut lines = Vec::new();
+    for &(i, depth) in &order {
+        if let Some(lock) = snap.locks.get(i) {
+            push_lock(&mut lines, lock, depth, opts, thresholds);
+        }
+    }
+    let shown: Vec<&LockStats> = snap
+        .locks
+        .iter()
+        .zip(&visible)
+        .filter(|(_, v)| **v)
+        .map(|(l, _)| l)
+        .collect();
+    push_total(&mut lines, &shown, snap.window.elapsed_ns);
+
+    let mut out = summary(snap, order.len());
+    out.push('\n');
+    out.push_str(&layout(&lines));
+    if snap.locks.is_empty() {
+        out.push_str("(no instrumented lock was used in this window)\n");
+    }
+    out
+}
+
+/// The line above the table: which process, which window, how trustworthy.
+fn summary(snap: &Snapshot, shown: usize) -> String {
+    let name = if snap.process.name.is_empty() {
+        "(unnamed)".to_string()
+    } else {
+        sanitize(&snap.process.name)
+    };
+    let mut s = format!(
+        "{name} (pid {})  window {}  clock {}  {} lock classes",
+        snap.process.pid,
+        format_ns(snap.window.elapsed_ns),
+        sanitize(&snap.clock),
+        snap.locks.len()
+    );
+    if shown != snap.locks.len() {
+        let _ = write!(s, " ({shown} shown)");
+    }
+    if snap.dropped_records > 0 {
+        let _ = write!(
+            s,
+            "  dropped {} records (counts are low)",
+            snap.dropped_records
+        );
+    }
+    s.push('\n');
+    s
+}
+
+/// One cell of a numeric column.
+enum Cell {
+    Text(String),
+    /// `mean(max)`, aligned on the parenthesis across rows.
+    Pair(String, String),
+}
+
+/// One output line before the columns are measured.
+enum Line {
+    /// Cells of the eight numeric columns, then the NAME text.
+    Row(Box<[Cell; 8]>, String),
+    /// Free text starting at the NAME column, indented by `usize`.
+    Note(usize, String),
+    /// An advisory, from the left margin.
+    Advice(String),
+}
+
+fn push_lock(
+    lines: &mut Vec<Line>,
+    lock: &LockStats,
+    depth: usize,
+    opts: &TableOptions,
+    thresholds: &Thresholds,
+) {
+    let indent = depth.saturating_mul(NEST_INDENT);
+    let mut name = format!(
+        "{}{} ({}",
+        " ".repeat(indent),
+        sanitize(&lock.name),
+        lock.kind.as_str()
+    );
+    if lock.instances > 1 {
+        let _ = write!(name, ", {} instances", lock.instances);
+    }
+    name.push(')');
+    lines.push(Line::Row(Box::new(cells(lock.kind, &lock.total)), name));
+    push_waitqueue_note(lines, lock.kind, &lock.total, indent + 2);
+
+    let advice = if opts.advice {
+        advise_lock(lock, thresholds)
+    } else {
+        Vec::new()
+    };
+    let sites = if opts.sites {
+        sorted_sites(lock, opts)
+    } else {
+        Vec::new()
+    };
+    let placed_at_site = |a: &Advisory| {
+        a.site
+            .as_ref()
+            .is_some_and(|s| sites.iter().any(|x| &x.site == s))
+    };
+    for a in advice.iter().filter(|a| !placed_at_site(a)) {
+        lines.push(Line::Advice(sanitize(&a.message)));
+    }
+
+    let mut advised_sites: Vec<&str> = Vec::new();
+    for site in &sites {
+        let mut text = format!("{}{}", " ".repeat(indent + 2), sanitize(&site.site));
+        if let Some(mode) = &site.mode {
+            let _ = write!(text, " ({})", sanitize(mode));
+        }
+        lines.push(Line::Row(Box::new(cells(lock.kind, &site.stats)), text));
+        // A lone site repeats the lock's numbers; its second line would too.
+        if lock.sites.len() > 1 {
+            push_waitqueue_note(lines, lock.kind, &site.stats, indent + 4);
+        }
+        // An advisory names a site, not a mode: show it once, under the
+        // first row of that site.
+        if !advised_sites.contains(&site.site.as_str()) {
+            advised_sites.push(&site.site);
+            for a in advice
+                .iter()
+                .filter(|a| a.site.as_deref() == Some(site.site.as_str()))
+            {
+                lines.push(Line::Advice(sanitize(&a.message)));
+            }
+        }
+    }
+
+    if opts.holders {
+        let mut holders: Vec<_> = lock.holders.iter().collect();
+        holders.sort_by(|a, b| {
+            b.wait_ns_total
+                .cmp(&a.wait_ns_total)
+                .then(b.contended.cmp(&a.contended))
+                .then(a.site.cmp(&b.site))
+        });
+        for h in holders {
+            let text = format!(
+                "held by {}: contended {}, waited {}",
+                sanitize(&h.site),
+                h.contended,
+                format_ns(h.wait_ns_total)
+            );
+            lines.push(Line::Note(indent + 2, text));
+        }
+    }
+}
+
+/// The numeric cells of a lock or site row. Wait queues without
+/// acquisitions show only WAIT (time asleep) and RJECT (timed-out waits).
+fn cells(kind: LockKind, s: &Stats) -> [Cell; 8] {
+    let dash = || Cell::Text("-".to_string());
+    let wait = pair(&s.wait_ns);
+    let rject = Cell::Text(format_count(s.rejected));
+    if kind == LockKind::Waitqueue && s.acquisitions == 0 {
+        return [dash(), dash(), dash(), wait, dash(), dash(), dash(), rject];
+    }
+    [
+        Cell::Text(format_pct(s.util_pct)),
+        Cell::Text(format_pct(s.con_pct)),
+        pair(&s.hold_ns),
+        wait,
+        Cell::Text(format_count(s.acquisitions)),
+        Cell::Text(format_count(s.nowait)),
+        Cell::Text(format_count(s.contended)),
+        rject,
+    ]
+}
+
+/// `mean(max)` of a distribution, or `-` when it saw nothing.
+fn pair(d: &Dist) -> Cell {
+    if d.count == 0 && d.max == 0 {
+        Cell::Text("-".to_string())
+    } else {
+        Cell::Pair(format_ns(d.mean), format_ns(d.max))
+    }
+}
+
+/// Whether any wait-queue field is set.
+fn has_waitqueue_stats(s: &Stats) -> bool {
+    s.waits > 0 || s.wake_calls > 0 || s.wakeups > 0 || s.spurious_wakeups > 0 || s.max_waiters > 0
+}
+
+/// The second line of a wait-queue row.
+fn push_waitqueue_note(lines: &mut Vec<Line>, kind: LockKind, s: &Stats, indent: usize) {
+    if kind == LockKind::Waitqueue || has_waitqueue_stats(s) {
+        lines.push(Line::Note(indent, waitqueue_summary(s)));
+    }
+}
+
+/// `wakeups 1200 (12.0 per wake call)  spurious 1100 (91.7%)  wake lat
+/// 3.2us(45.0us)  waits 100  max waiters 100`.
+fn waitqueue_summary(s: &Stats) -> String {
+    let per_call = if s.wake_calls == 0 {
+        "no wake calls".to_string()
+    } else {
+        format!(
+            "{:.1} per wake call",
+            s.wakeups as f64 / s.wake_calls as f64
+        )
+    };
+    let latency = match pair(&s.wake_latency_ns) {
+        Cell::Pair(mean, max) => format!("{mean}({max})"),
+        Cell::Text(t) => t,
+    };
+    format!(
+        "wakeups {} ({per_call})  spurious {} ({})  wake lat {latency}  waits {}  max waiters {}",
+        s.wakeups,
+        s.spurious_wakeups,
+        format_pct(percent(s.spurious_wakeups, s.wakeups)),
+        s.waits,
+        s.max_waiters
+    )
+}
+
+/// The `*TOTAL*` row over lock kinds, and a wait-queue line over wait
+/// queues. Sums saturate rather than overflow.
+fn push_total(lines: &mut Vec<Line>, locks: &[&LockStats], elapsed_ns: u64) {
+    let mut acq = Stats::default();
+    let mut wq = Stats::default();
+    let mut any_wq = false;
+    for lock in locks {
+        if lock.kind == LockKind::Waitqueue {
+            any_wq = true;
+            add_saturating(&mut wq, &lock.total);
+        } else {
+            add_saturating(&mut acq, &lock.total);
+        }
+    }
+    acq.con_pct = percent(acq.contended, acq.acquisitions);
+    acq.util_pct = percent(acq.hold_ns.total, elapsed_ns);
+    lines.push(Line::Row(
+        Box::new(cells(LockKind::Mutex, &acq)),
+        "*TOTAL*".to_string(),
+    ));
+    if any_wq {
+        lines.push(Line::Note(
+            2,
+            format!("wait queues: {}", waitqueue_summary(&wq)),
+        ));
+    }
+}
+
+/// Adds the counters and the count/total/max of each distribution (enough
+/// for mean and max) without overflowing.
+fn add_saturating(into: &mut Stats, s: &Stats) {
+    for (a, b) in [
+        (&mut into.acquisitions, s.acquisitions),
+        (&mut into.nowait, s.nowait),
+        (&mut into.contended, s.contended),
+        (&mut into.rejected, s.rejected),
+        (&mut into.waits, s.waits),
+        (&mut into.wake_calls, s.wake_calls),
+        (&mut into.wakeups, s.wakeups),
+        (&mut into.spurious_wakeups, s.spurious_wakeups),
+    ] {
+        *a = a.saturating_add(b);
+    }
+    into.max_waiters = into.max_waiters.max(s.max_waiters);
+    for (a, b) in [
+        (&mut into.hold_ns, &s.hold_ns),
+        (&mut into.wait_ns, &s.wait_ns),
+        (&mut into.wake_latency_ns, &s.wake_latency_ns),
+    ] {
+        a.count = a.count.saturating_add(b.count);
+        a.total = a.total.saturating_add(b.total);
+        a.max = a.max.max(b.max);
+        a.mean = a.total.checked_div(a.count).unwrap_or(0);
+    }
+}
+
+/// Measures the columns and writes every line.
+fn layout(lines: &[Line]) -> String {
+    let mut widths = TITLES.map(str::len);
+    let mut pair_widths = [(0usize, 0usize); 2];
+    for line in lines {
+        let Line::Row(cells, _) = line else { continue };
+        for (c, cell) in cells.iter().enumerate() {
+            if let Cell::Pair(mean, max) = cell {
+                let k = usize::from(c == PAIR_COLUMNS[1]);
+                pair_widths[k].0 = pair_widths[k].0.max(mean.len());
+                pair_widths[k].1 = pair_widths[k].1.max(max.len());
+            }
+        }
+    }
+    for (k, &c) in PAIR_COLUMNS.iter().enumerate() {
+        let (mw, xw) = pair_widths[k];
+        if mw > 0 {
+            widths[c] = widths[c].max(mw + xw + 2);
+        }
+    }
+    for line in lines {
+        let Line::Row(cells, _) = line else { continue };
+        for (c, cell) in cells.iter().enumerate() {
+            if let Cell::Text(t) = cell {
+                widths[c] = widths[c].max(t.chars().count());
+            }
+        }
+    }
+    let name_col: usize = widths.iter().map(|w| w + GAP.len()).sum();
+
+    let mut out = String::new();
+    let titles: Vec<String> = TITLES
+        .iter()
+        .zip(&widths)
+        .map(|(t, w)| format!("{t:>w$}"))
+        .collect();
+    let _ = writeln!(out, "{}{GAP}NAME", titles.join(GAP));
+    for line in lines {
+        match line {
+            Line::Row(cells, name) => {
+                for (c, cell) in cells.iter().enumerate() {
+                    let text = match cell {
+                        Cell::Text(t) => t.clone(),
+                        Cell::Pair(mean, max) => {
+                            let (mw, xw) = pair_widths[usize::from(c == PAIR_COLUMNS[1])];
+                            format!("{mean:>mw$}({max:>xw$})")
+                        }
+                    };
+                    let _ = write!(out, "{text:>w$}{GAP}", w = widths[c]);
+                }
+                out.push_str(name);
+            }
+            Line::Note(indent, text) => {
+                let _ = write!(out, "{:pad$}{text}", "", pad = name_col + indent);
+            }
+            Line::Advice(text) => {
+                let _ = write!(out, "  ! {text}");
+            }
+        }
+        out.push('\n');
+    }
+    out
+}

@@ -1,0 +1,511 @@
+//! Snapshots built in code for the golden and property tests: a program
+//! that shows each seed problem (before) and the same program fixed (after).
+
+#![allow(dead_code)] // each test binary uses a different part
+
+use lockmeter_model::dist::{bucket_index, BUCKETS};
+use lockmeter_model::{
+    Dist, Holder, LockKind, LockStats, ProcessInfo, SiteStats, Snapshot, Stats, Window,
+};
+
+pub const SEC: u64 = 1_000_000_000;
+
+/// A distribution of `(value_ns, count)` samples.
+pub fn dist(samples: &[(u64, u64)]) -> Dist {
+    let mut counts = vec![0u64; BUCKETS];
+    let (mut count, mut total, mut min, mut max) = (0, 0, u64::MAX, 0);
+    for &(v, c) in samples {
+        counts[bucket_index(v)] += c;
+        count += c;
+        total += v * c;
+        min = min.min(v);
+        max = max.max(v);
+    }
+    Dist::from_buckets(&counts, count, total, min, max)
+}
+
+/// Acquisition stats of one call site.
+pub fn acq(total: u64, contended: u64, hold: &[(u64, u64)], wait: &[(u64, u64)]) -> Stats {
+    Stats {
+        acquisitions: total,
+        nowait: total - contended,
+        contended,
+        sleeps: contended,
+        bounces: contended / 2,
+        hold_ns: dist(hold),
+        wait_ns: dist(wait),
+        ..Stats::default()
+    }
+}
+
+/// Wait-queue stats of one call site.
+pub fn wq(
+    waits: u64,
+    wake_calls: u64,
+    wakeups: u64,
+    spurious: u64,
+    max_waiters: u64,
+    asleep: &[(u64, u64)],
+    latency: &[(u64, u64)],
+) -> Stats {
+    Stats {
+        waits,
+        wake_calls,
+        wakeups,
+        spurious_wakeups: spurious,
+        exclusive_wakeups: 0,
+        max_waiters,
+        wait_ns: dist(asleep),
+        wake_latency_ns: dist(latency),
+        ..Stats::default()
+    }
+}
+
+/// `stats` with `n` failed try-locks or timed-out waits.
+pub fn rejected(mut stats: Stats, n: u64) -> Stats {
+    stats.rejected = n;
+    stats
+}
+
+pub fn site(site: &str, mode: Option<&str>, stats: Stats) -> SiteStats {
+    SiteStats {
+        site: site.to_string(),
+        mode: mode.map(str::to_string),
+        stats,
+    }
+}
+
+/// A lock whose total is the sum of its sites, with CON and UTIL derived.
+pub fn lock(
+    id: &str,
+    kind: LockKind,
+    parent: Option<&str>,
+    mut sites: Vec<SiteStats>,
+    holders: Vec<Holder>,
+    elapsed_ns: u64,
+) -> LockStats {
+    let mut total = Stats::default();
+    for s in &mut sites {
+        s.stats.refresh_derived(elapsed_ns);
+        total.merge(&s.stats);
+    }
+    total.refresh_derived(elapsed_ns);
+    LockStats {
+        id: id.to_string(),
+        name: id.to_string(),
+        kind,
+        created_at: format!("examples/{}.rs:40:17", id.split('.').next().unwrap_or(id)),
+        instances: 1,
+        parent: parent.map(str::to_string),
+        total,
+        sites,
+        holders,
+    }
+}
+
+pub fn holder(site: &str, contended: u64, wait_ns_total: u64) -> Holder {
+    Holder {
+        site: site.to_string(),
+        contended,
+        wait_ns_total,
+    }
+}
+
+fn snapshot(pid: u32, elapsed_ns: u64, locks: Vec<LockStats>) -> Snapshot {
+    Snapshot {
+        format: "lockmeter".to_string(),
+        version: 1,
+        process: ProcessInfo {
+            pid,
+            name: "lockbench".to_string(),
+        },
+        window: Window {
+            start_unix_ns: 1_700_000_000 * SEC,
+            end_unix_ns: 1_700_000_000 * SEC + elapsed_ns,
+            elapsed_ns,
+        },
+        clock: "tsc".to_string(),
+        dropped_records: 0,
+        locks,
+    }
+}
+
+const SEM_DOWN: &str = "crates/lockmeter/src/semaphore.rs:120:9";
+const SEM_ADD: &str = "crates/lockmeter/src/semaphore.rs:88:13";
+const SEM_UP: &str = "crates/lockmeter/src/semaphore.rs:151:9";
+const SEM_WAIT: &str = "crates/lockmeter/src/semaphore.rs:131:17";
+const PIPE_WRITE: &str = "examples/pipe.rs:88:20";
+const PIPE_READ: &str = "examples/pipe.rs:95:9";
+const TCP_COPY: &str = "examples/apache.rs:412:9";
+const TCP_ACCEPT: &str = "examples/apache.rs:130:13";
+const EP_POLL: &str = "crates/lockmeter/src/waitqueue.rs:210:9";
+const EP_WAKE: &str = "crates/lockmeter/src/waitqueue.rs:260:9";
+
+/// The program with every seed problem: a short-hold pipe semaphore with
+/// its inner spinlock and wait queue, a big lock held around a copy, an
+/// accept() herd, UDP receivers woken by TX completions, an rwlock, and
+/// an epoll-like wait queue whose lock is taken twice per event.
+pub fn before() -> Snapshot {
+    let w = 2 * SEC;
+    let locks = vec![
+        lock(
+            "pipe.sem",
+            LockKind::Semaphore,
+            None,
+            vec![
+                site(
+                    PIPE_WRITE,
+                    None,
+                    acq(
+                        11254,
+                        6430,
+                        &[(800, 11000), (4_000, 254)],
+                        &[(12_000, 6000), (90_000, 430)],
+                    ),
+                ),
+                site(
+                    PIPE_READ,
+                    None,
+                    acq(
+                        11254,
+                        6421,
+                        &[(700, 11200), (3_000, 54)],
+                        &[(11_000, 6000), (80_000, 421)],
+                    ),
+                ),
+            ],
+            vec![
+                holder(PIPE_READ, 6430, 101_000_000),
+                holder(PIPE_WRITE, 6421, 96_000_000),
+            ],
+            w,
+        ),
+        lock(
+            "pipe.sem.lock",
+            LockKind::Spinlock,
+            Some("pipe.sem"),
+            vec![
+                site(
+                    SEM_DOWN,
+                    None,
+                    acq(
+                        22508,
+                        12851,
+                        &[(300, 22508)],
+                        &[(1_400, 12800), (20_000, 51)],
+                    ),
+                ),
+                site(
+                    SEM_ADD,
+                    None,
+                    acq(22508, 5920, &[(250, 22508)], &[(700, 5900), (9_000, 20)]),
+                ),
+                site(
+                    SEM_UP,
+                    None,
+                    acq(22508, 2100, &[(200, 22508)], &[(500, 2100)]),
+                ),
+            ],
+            vec![
+                holder(SEM_DOWN, 9000, 13_000_000),
+                holder(SEM_ADD, 8000, 9_000_000),
+            ],
+            w,
+        ),
+        lock(
+            "pipe.sem.wait",
+            LockKind::Waitqueue,
+            Some("pipe.sem"),
+            vec![site(
+                SEM_WAIT,
+                None,
+                wq(
+                    12851,
+                    12851,
+                    12851,
+                    412,
+                    2,
+                    &[(9_000, 12000), (60_000, 851)],
+                    &[(4_000, 12851)],
+                ),
+            )],
+            vec![],
+            w,
+        ),
+        lock(
+            "bkl",
+            LockKind::Mutex,
+            None,
+            vec![
+                site(
+                    TCP_COPY,
+                    None,
+                    acq(2000, 1500, &[(850_000, 2000)], &[(2_500_000, 1500)]),
+                ),
+                site(
+                    TCP_ACCEPT,
+                    None,
+                    rejected(acq(3000, 900, &[(40_000, 3000)], &[(1_200_000, 900)]), 37),
+                ),
+            ],
+            vec![
+                holder(TCP_COPY, 2300, 5_100_000_000),
+                holder(TCP_ACCEPT, 100, 90_000_000),
+            ],
+            w,
+        ),
+        lock(
+            "accept.wait",
+            LockKind::Waitqueue,
+            None,
+            vec![site(
+                TCP_ACCEPT,
+                None,
+                rejected(
+                    wq(
+                        6000,
+                        500,
+                        6000,
+                        5500,
+                        12,
+                        &[(3_000_000, 6000)],
+                        &[(25_000, 5000), (400_000, 1000)],
+                    ),
+                    4,
+                ),
+            )],
+            vec![],
+            w,
+        ),
+        lock(
+            "udp.rx.wait",
+            LockKind::Waitqueue,
+            None,
+            vec![site(
+                "examples/udp.rs:77:21",
+                None,
+                wq(
+                    4200,
+                    4000,
+                    4200,
+                    1500,
+                    2,
+                    &[(30_000, 4200)],
+                    &[(6_000, 4200)],
+                ),
+            )],
+            vec![],
+            w,
+        ),
+        lock(
+            "cache.rw",
+            LockKind::Rwlock,
+            None,
+            vec![
+                site(
+                    "examples/cache.rs:31:22",
+                    Some("read"),
+                    acq(90000, 300, &[(1_000, 90000)], &[(5_000, 300)]),
+                ),
+                site(
+                    "examples/cache.rs:47:22",
+                    Some("write"),
+                    acq(1200, 700, &[(9_000, 1200)], &[(3_000, 700)]),
+                ),
+                site(
+                    "examples/cache.rs:47:22",
+                    Some("read"),
+                    acq(1200, 10, &[(800, 1200)], &[(2_000, 10)]),
+                ),
+            ],
+            vec![holder("examples/cache.rs:47:22", 980, 2_900_000)],
+            w,
+        ),
+        lock(
+            "ep.wait.lock",
+            LockKind::Spinlock,
+            Some("ep.wait"),
+            vec![
+                site(
+                    EP_POLL,
+                    None,
+                    acq(20000, 1200, &[(150, 20000)], &[(600, 1200)]),
+                ),
+                site(
+                    EP_WAKE,
+                    None,
+                    acq(20000, 1100, &[(180, 20000)], &[(600, 1100)]),
+                ),
+            ],
+            vec![],
+            w,
+        ),
+        lock(
+            "ep.wait",
+            LockKind::Waitqueue,
+            None,
+            vec![site(
+                EP_POLL,
+                None,
+                wq(
+                    20000,
+                    20000,
+                    20000,
+                    0,
+                    1,
+                    &[(50_000, 20000)],
+                    &[(3_000, 20000)],
+                ),
+            )],
+            vec![],
+            w,
+        ),
+    ];
+    let mut snap = snapshot(4242, w, locks);
+    if let Some(cache) = snap.locks.iter_mut().find(|l| l.id == "cache.rw") {
+        cache.instances = 4;
+    }
+    snap
+}
+
+/// The same program after the fixes: the pipe semaphore replaced by a
+/// spinlock (its inner locks are gone), the copy moved out of the big
+/// lock, exclusive waits on accept, keyed UDP wakeups, and the epoll wait
+/// queue using its `*_locked` operations (one lock acquisition per event).
+pub fn after() -> Snapshot {
+    let w = 19 * SEC / 10;
+    let locks = vec![
+        lock(
+            "pipe.lock",
+            LockKind::Spinlock,
+            None,
+            vec![
+                site(
+                    PIPE_WRITE,
+                    None,
+                    acq(11254, 1200, &[(600, 11254)], &[(900, 1200)]),
+                ),
+                site(
+                    PIPE_READ,
+                    None,
+                    acq(11254, 1100, &[(500, 11254)], &[(800, 1100)]),
+                ),
+            ],
+            vec![
+                holder(PIPE_READ, 1200, 1_000_000),
+                holder(PIPE_WRITE, 1100, 900_000),
+            ],
+            w,
+        ),
+        lock(
+            "bkl",
+            LockKind::Mutex,
+            None,
+            vec![
+                site(
+                    TCP_COPY,
+                    None,
+                    acq(7600, 400, &[(30_000, 7600)], &[(60_000, 400)]),
+                ),
+                site(
+                    TCP_ACCEPT,
+                    None,
+                    acq(11400, 300, &[(40_000, 11400)], &[(50_000, 300)]),
+                ),
+            ],
+            vec![holder(TCP_ACCEPT, 420, 20_000_000)],
+            w,
+        ),
+        lock(
+            "accept.wait",
+            LockKind::Waitqueue,
+            None,
+            vec![site(
+                TCP_ACCEPT,
+                None,
+                wq(
+                    19000,
+                    19000,
+                    19000,
+                    0,
+                    12,
+                    &[(700_000, 19000)],
+                    &[(20_000, 19000)],
+                ),
+            )],
+            vec![],
+            w,
+        ),
+        lock(
+            "udp.rx.wait",
+            LockKind::Waitqueue,
+            None,
+            vec![site(
+                "examples/udp.rs:77:21",
+                None,
+                wq(4300, 4300, 4300, 20, 2, &[(20_000, 4300)], &[(5_000, 4300)]),
+            )],
+            vec![],
+            w,
+        ),
+        lock(
+            "cache.rw",
+            LockKind::Rwlock,
+            None,
+            vec![
+                site(
+                    "examples/cache.rs:31:22",
+                    Some("read"),
+                    acq(88000, 250, &[(1_000, 88000)], &[(5_000, 250)]),
+                ),
+                site(
+                    "examples/cache.rs:47:22",
+                    Some("write"),
+                    acq(1150, 650, &[(9_000, 1150)], &[(3_000, 650)]),
+                ),
+                site(
+                    "examples/cache.rs:47:22",
+                    Some("read"),
+                    acq(1150, 12, &[(800, 1150)], &[(2_000, 12)]),
+                ),
+            ],
+            vec![holder("examples/cache.rs:47:22", 900, 2_700_000)],
+            w,
+        ),
+        lock(
+            "ep.wait.lock",
+            LockKind::Spinlock,
+            Some("ep.wait"),
+            vec![site(
+                EP_WAKE,
+                None,
+                acq(19000, 400, &[(180, 19000)], &[(500, 400)]),
+            )],
+            vec![],
+            w,
+        ),
+        lock(
+            "ep.wait",
+            LockKind::Waitqueue,
+            None,
+            vec![site(
+                EP_POLL,
+                None,
+                wq(
+                    19000,
+                    19000,
+                    19000,
+                    0,
+                    1,
+                    &[(50_000, 19000)],
+                    &[(3_000, 19000)],
+                ),
+            )],
+            vec![],
+            w,
+        ),
+    ];
+    let mut snap = snapshot(4300, w, locks);
+    snap.dropped_records = 3;
+    snap
+}

@@ -1,0 +1,125 @@
+//! Loom models of the primitives' algorithms.
+//!
+//! Run with:
+//! `RUSTFLAGS="--cfg lockmeter_loom" LOOM_MAX_PREEMPTIONS=2 cargo test --release -p lockmeter --test loom`
+//! Loom explores every interleaving of the threads (up to the preemption
+//! bound) and fails on a data race, a failed assertion or a deadlock —
+//! which is how a lost wake-up shows.
+#![cfg(lockmeter_loom)]
+
+use std::sync::Arc;
+
+use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use loom::thread;
+use lockmeter::{Semaphore, SpinLock, WaitQueue, WakeOrder};
+
+#[test]
+fn spinlock_gives_mutual_exclusion() {
+    loom::model(|| {
+        let lock = Arc::new(SpinLock::new(0usize));
+        let inside = Arc::new(AtomicUsize::new(0));
+        let ts: Vec<_> = (0..2)
+            .map(|_| {
+                let (lock, inside) = (lock.clone(), inside.clone());
+                thread::spawn(move || {
+                    let mut g = lock.lock();
+                    assert_eq!(inside.fetch_add(1, Ordering::Relaxed), 0, "two holders at once");
+                    *g += 1;
+                    inside.fetch_sub(1, Ordering::Relaxed);
+                })
+            })
+            .collect();
+        ts.into_iter().for_each(|t| t.join().unwrap());
+        assert_eq!(*lock.lock(), 2);
+    });
+}
+
+#[test]
+fn semaphore_never_loses_a_permit_or_a_wakeup() {
+    loom::model(|| {
+        let sem = Arc::new(Semaphore::new(1));
+        let ts: Vec<_> = (0..2)
+            .map(|_| {
+                let sem = sem.clone();
+                thread::spawn(move || {
+                    sem.down();
+                    sem.up();
+                })
+            })
+            .collect();
+        ts.into_iter().for_each(|t| t.join().unwrap());
+        assert_eq!(sem.available(), 1);
+    });
+}
+
+#[test]
+fn concurrent_wait_and_wake_lose_nothing() {
+    loom::model(|| {
+        let q = Arc::new(WaitQueue::new());
+        let flag = Arc::new(AtomicBool::new(false));
+        let (q2, f2) = (q.clone(), flag.clone());
+        let waiter = thread::spawn(move || q2.wait_event(|| f2.load(Ordering::Acquire)));
+        flag.store(true, Ordering::Release);
+        q.wake_up();
+        waiter.join().unwrap();
+    });
+}
+
+#[test]
+fn locked_wait_and_wake_lose_nothing() {
+    loom::model(|| {
+        let q = Arc::new(WaitQueue::named_with_data("loom.locked", WakeOrder::Fifo, false));
+        let q2 = q.clone();
+        let waiter = thread::spawn(move || drop(q2.lock().wait_event_exclusive_locked(|ready| *ready)));
+        let mut g = q.lock();
+        *g = true;
+        g.wake_up_locked();
+        drop(g);
+        waiter.join().unwrap();
+    });
+}
+
+/// Three threads taking a spinlock make long spin paths; allow them.
+fn model_with_spinning(f: impl Fn() + Sync + Send + 'static) {
+    let mut builder = loom::model::Builder::new();
+    builder.max_branches = 100_000;
+    builder.check(f);
+}
+
+#[test]
+fn exclusive_wake_one_wakes_at_most_one_and_loses_none() {
+    model_with_spinning(|| {
+        let q = Arc::new(WaitQueue::new());
+        let tokens = Arc::new(AtomicUsize::new(0));
+        let ts: Vec<_> = (0..2)
+            .map(|_| {
+                let (q, tokens) = (q.clone(), tokens.clone());
+                thread::spawn(move || {
+                    q.wait_event_exclusive(|| {
+                        tokens.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1)).is_ok()
+                    })
+                })
+            })
+            .collect();
+        for _ in 0..2 {
+            tokens.fetch_add(1, Ordering::AcqRel);
+            assert!(q.wake_up() <= 1, "one wake call woke two exclusive waiters");
+        }
+        ts.into_iter().for_each(|t| t.join().unwrap());
+        assert_eq!(tokens.load(Ordering::Acquire), 0);
+    });
+}
+
+#[test]
+fn keyed_wake_wakes_only_matching_waiters() {
+    loom::model(|| {
+        let q = Arc::new(WaitQueue::new());
+        let ready = Arc::new(AtomicBool::new(false));
+        let (q2, r2) = (q.clone(), ready.clone());
+        let waiter = thread::spawn(move || q2.wait_event_keyed(0b01, || r2.load(Ordering::Acquire)));
+        assert_eq!(q.wake_up_key(0b10), 0, "a non-matching key woke a waiter");
+        ready.store(true, Ordering::Release);
+        assert!(q.wake_up_key(0b01) <= 1);
+        waiter.join().unwrap();
+    });
+}
