@@ -1,1 +1,498 @@
-fn main() {}
+//! `lockmeter`: the command line and the event loop. Everything else is in
+//! the library (`src/lib.rs`).
+
+use std::io::{self, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clap::{Args, Parser, Subcommand};
+use crossterm::event::{self, Event};
+use lockmeter_model::advice::Thresholds;
+use lockmeter_model::discovery::{list_endpoints, socket_dir};
+use lockmeter_model::render::{SortKey, TableOptions};
+
+use lockmeter_viewer::commands::{self, Format};
+use lockmeter_viewer::conn::{describe, parse_target, Live};
+use lockmeter_viewer::demo::Demo;
+use lockmeter_viewer::source::{load_file, DemoFeed, Loaded, Source};
+use lockmeter_viewer::state::picker::Entry;
+use lockmeter_viewer::state::playback::frames_from;
+use lockmeter_viewer::state::{Action, App, Mode, Origin};
+use lockmeter_viewer::term::TerminalGuard;
+use lockmeter_viewer::{dump, view};
+
+const SORT_KEYS: &str = "util, con, hold, hold_p99, hold_max, wait, wait_p99, wait_max, total, nowait, spin, rject, wakeups, spurious, wake_latency, name";
+
+/// A lock profiler's viewer: live lock statistics of a process, dumps,
+/// recordings and diffs.
+#[derive(Debug, Parser)]
+#[command(name = "lockmeter", version, propagate_version = true)]
+#[command(
+    after_help = "Run `lockmeter demo` to see the live view on built-in contended workloads."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run built-in contended workloads in this process and watch them live
+    ///
+    /// Three workloads run until you quit: a pipe guarded by a semaphore
+    /// next to one guarded by a spinlock, a thundering herd on a wait queue
+    /// next to exclusive wake-one, and a big lock held across a copy.
+    Demo(DemoArgs),
+    /// Watch a running process live
+    ///
+    /// TARGET is a pid, a socket path or tcp://IP:PORT. Without one, the
+    /// only attachable process is opened, or a picker lists several.
+    Top(TopArgs),
+    /// List the processes that can be attached to
+    List,
+    /// Open a dump (.json) or a recording (.jsonl) in the viewer
+    ///
+    /// Recordings can be stepped through frame by frame (, and .), ten at a
+    /// time ([ and ]), or played (space).
+    View(ViewArgs),
+    /// Print the table once, from a file or a live target
+    Table(TableArgs),
+    /// Compare two dumps (or recordings) per lock and call site
+    Diff(DiffArgs),
+}
+
+/// Sorting and filtering shared by the viewer and the printed table.
+#[derive(Debug, Args)]
+struct SortArgs {
+    /// Column to sort by
+    #[arg(long, short, value_name = "KEY", default_value = "util", value_parser = parse_sort_key, long_help = format!("Column to sort by: {SORT_KEYS}"))]
+    sort: SortKey,
+    /// Reverse the order (numbers smallest first, names Z to A)
+    #[arg(long)]
+    reverse: bool,
+    /// Only locks whose name, id or a call site contains TEXT
+    #[arg(long, value_name = "TEXT")]
+    filter: Option<String>,
+}
+
+/// Advisory thresholds: a JSON config file, then single flags over it.
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Advisories")]
+struct AdviceArgs {
+    /// Do not show advisories
+    #[arg(long)]
+    no_advice: bool,
+    /// JSON file with any of the threshold fields (min_events,
+    /// short_hold_ns, sleeping_con_pct, hot_util_pct, hot_site_share_pct,
+    /// herd_wakeups_per_call, herd_spurious_pct, spurious_pct); the flags
+    /// below override it
+    #[arg(long, value_name = "FILE")]
+    advice_config: Option<PathBuf>,
+    /// Fewest events before a lock's ratios are judged [default: 10]
+    #[arg(long, value_name = "N")]
+    advice_min_events: Option<u64>,
+    /// Sleeping lock: a mean hold below this many ns is short [default: 5000]
+    #[arg(long, value_name = "NS")]
+    advice_short_hold_ns: Option<u64>,
+    /// Sleeping lock: CON % above this is high contention [default: 20]
+    #[arg(long, value_name = "PCT")]
+    advice_sleeping_con_pct: Option<f64>,
+    /// Hot lock: UTIL % above this is busy [default: 50]
+    #[arg(long, value_name = "PCT")]
+    advice_hot_util_pct: Option<f64>,
+    /// Hot lock: one site holding this share % of hold time is to blame [default: 70]
+    #[arg(long, value_name = "PCT")]
+    advice_hot_site_share_pct: Option<f64>,
+    /// Wait queue: wakeups per wake call above this is a herd [default: 2]
+    #[arg(long, value_name = "X")]
+    advice_herd_wakeups_per_call: Option<f64>,
+    /// Wait queue: spurious % of wakeups that makes a herd wasteful [default: 50]
+    #[arg(long, value_name = "PCT")]
+    advice_herd_spurious_pct: Option<f64>,
+    /// Wait queue: spurious % of wakeups worth a keyed wake [default: 20]
+    #[arg(long, value_name = "PCT")]
+    advice_spurious_pct: Option<f64>,
+}
+
+/// Options of the live view.
+#[derive(Debug, Args)]
+struct LiveArgs {
+    /// Milliseconds between updates (recordings: between frames when playing)
+    #[arg(long, value_name = "MS", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(50..=60_000))]
+    interval: u64,
+    /// Directory where `d` writes snapshots
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    dump_dir: PathBuf,
+    /// Start on cumulative totals instead of per-interval rates
+    #[arg(long)]
+    totals: bool,
+}
+
+#[derive(Debug, Args)]
+struct DemoArgs {
+    /// Print the table after --duration instead of opening the live view
+    #[arg(long)]
+    no_tui: bool,
+    /// Seconds to run with --no-tui
+    #[arg(long, value_name = "S", default_value_t = 3.0)]
+    duration: f64,
+    /// Output format with --no-tui
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    format: Format,
+    #[command(flatten)]
+    live: LiveArgs,
+    #[command(flatten)]
+    sort: SortArgs,
+    #[command(flatten)]
+    advice: AdviceArgs,
+}
+
+#[derive(Debug, Args)]
+struct TopArgs {
+    /// A pid, a socket path, or tcp://IP:PORT
+    target: Option<String>,
+    #[command(flatten)]
+    live: LiveArgs,
+    #[command(flatten)]
+    sort: SortArgs,
+    #[command(flatten)]
+    advice: AdviceArgs,
+}
+
+#[derive(Debug, Args)]
+struct ViewArgs {
+    /// A dump (.json) or a recording (.jsonl)
+    file: PathBuf,
+    #[command(flatten)]
+    live: LiveArgs,
+    #[command(flatten)]
+    sort: SortArgs,
+    #[command(flatten)]
+    advice: AdviceArgs,
+}
+
+#[derive(Debug, Args)]
+struct TableArgs {
+    /// A dump, a recording (its totals), a pid, a socket path or tcp://IP:PORT
+    #[arg(value_name = "FILE|TARGET")]
+    source: String,
+    /// Keep only the first N top-level locks
+    #[arg(long, value_name = "N")]
+    top: Option<usize>,
+    /// Output format
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    format: Format,
+    /// Leave out the per-call-site rows
+    #[arg(long)]
+    no_sites: bool,
+    /// Leave out the "held by" rows
+    #[arg(long)]
+    no_holders: bool,
+    #[command(flatten)]
+    sort: SortArgs,
+    #[command(flatten)]
+    advice: AdviceArgs,
+}
+
+#[derive(Debug, Args)]
+struct DiffArgs {
+    /// The dump (or recording) before the change
+    before: PathBuf,
+    /// The dump (or recording) after the change
+    after: PathBuf,
+    /// Keep only the first N top-level locks
+    #[arg(long, value_name = "N")]
+    top: Option<usize>,
+    /// Output format
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    format: Format,
+    /// Leave out the per-call-site rows
+    #[arg(long)]
+    no_sites: bool,
+    #[command(flatten)]
+    sort: SortArgs,
+    #[command(flatten)]
+    advice: AdviceArgs,
+}
+
+fn parse_sort_key(s: &str) -> Result<SortKey, String> {
+    s.parse::<SortKey>().map_err(|e| e.to_string())
+}
+
+impl AdviceArgs {
+    fn thresholds(&self) -> Result<Thresholds, String> {
+        let mut t = match &self.advice_config {
+            Some(path) => commands::load_thresholds(path)?,
+            None => Thresholds::default(),
+        };
+        let set_u = |v: Option<u64>, f: &mut u64| {
+            if let Some(v) = v {
+                *f = v;
+            }
+        };
+        let set_f = |v: Option<f64>, f: &mut f64| {
+            if let Some(v) = v {
+                *f = v;
+            }
+        };
+        set_u(self.advice_min_events, &mut t.min_events);
+        set_u(self.advice_short_hold_ns, &mut t.short_hold_ns);
+        set_f(self.advice_sleeping_con_pct, &mut t.sleeping_con_pct);
+        set_f(self.advice_hot_util_pct, &mut t.hot_util_pct);
+        set_f(self.advice_hot_site_share_pct, &mut t.hot_site_share_pct);
+        set_f(
+            self.advice_herd_wakeups_per_call,
+            &mut t.herd_wakeups_per_call,
+        );
+        set_f(self.advice_herd_spurious_pct, &mut t.herd_spurious_pct);
+        set_f(self.advice_spurious_pct, &mut t.spurious_pct);
+        Ok(t)
+    }
+}
+
+/// Table options and advisory thresholds from the sort and advice flags.
+fn options(sort: &SortArgs, advice: &AdviceArgs) -> Result<(TableOptions, Thresholds), String> {
+    let opts = TableOptions {
+        sort: sort.sort,
+        // Numbers read best largest first, names A to Z.
+        descending: (sort.sort != SortKey::Name) != sort.reverse,
+        filter: sort.filter.clone().filter(|f| !f.is_empty()),
+        advice: !advice.no_advice,
+        ..TableOptions::default()
+    };
+    Ok((opts, advice.thresholds()?))
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli.command) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(msg) => {
+            lockmeter_viewer::term::restore();
+            eprintln!("lockmeter: error: {msg}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(command: Command) -> Result<(), String> {
+    match command {
+        Command::List => print(&commands::list()),
+        Command::Table(a) => {
+            let (mut opts, thresholds) = options(&a.sort, &a.advice)?;
+            opts.top = a.top;
+            opts.sites = !a.no_sites;
+            opts.holders = !a.no_holders;
+            let (snap, warnings) = commands::read_input(&a.source)?;
+            warn(&warnings);
+            print(&commands::table(&snap, &opts, &thresholds, a.format))
+        }
+        Command::Diff(a) => {
+            let (mut opts, thresholds) = options(&a.sort, &a.advice)?;
+            opts.top = a.top;
+            opts.sites = !a.no_sites;
+            let (before, w1) = commands::read_file(&a.before)?;
+            let (after, w2) = commands::read_file(&a.after)?;
+            warn(&w1);
+            warn(&w2);
+            print(&commands::diff(
+                &before,
+                &after,
+                &opts,
+                &thresholds,
+                a.format,
+            ))
+        }
+        Command::View(a) => {
+            let (opts, thresholds) = options(&a.sort, &a.advice)?;
+            let shown = a.file.display().to_string();
+            let interval = Duration::from_millis(a.live.interval);
+            let mut app = match load_file(&a.file)? {
+                Loaded::Dump(snap) => App::for_dump(&shown, snap, opts),
+                Loaded::Recording {
+                    snapshots,
+                    warnings,
+                } => {
+                    let mut app =
+                        App::for_recording(&shown, frames_from(snapshots), opts, interval);
+                    if let Some(w) = warnings.first() {
+                        app.set_status(format!("warning: {w}"));
+                    }
+                    app
+                }
+            };
+            needs_terminal()?;
+            app.set_thresholds(thresholds);
+            run_tui(app, Source::Static, &a.live)
+        }
+        Command::Top(a) => {
+            let (opts, thresholds) = options(&a.sort, &a.advice)?;
+            let interval = Duration::from_millis(a.live.interval);
+            // What to attach to: the target, the only endpoint, or a choice.
+            let chosen = match &a.target {
+                Some(t) => Ok(parse_target(t)?),
+                None => match list_endpoints().as_slice() {
+                    [] => {
+                        return Err(format!(
+                            "no attachable lockmeter process found in {} (start one with LOCKMETER_LISTEN=1, or give a TARGET)",
+                            socket_dir().display()
+                        ))
+                    }
+                    [one] => Ok(one.addr()),
+                    many => Err(many
+                        .iter()
+                        .map(|e| Entry {
+                            pid: Some(e.pid),
+                            name: Some(e.name.clone()).filter(|n| !n.is_empty()),
+                            path: e.path.clone(),
+                        })
+                        .collect::<Vec<_>>()),
+                },
+            };
+            needs_terminal()?;
+            let (mut app, source) = match chosen {
+                Ok(addr) => (
+                    App::new(Origin::Endpoint(describe(&addr)), opts, interval),
+                    Source::Endpoint(Live::spawn(addr, interval)),
+                ),
+                Err(entries) => (App::for_picker(entries, opts, interval), Source::Static),
+            };
+            if a.live.totals {
+                app.mode = Mode::Totals;
+            }
+            app.set_thresholds(thresholds);
+            run_tui(app, source, &a.live)
+        }
+        Command::Demo(a) => {
+            let (opts, thresholds) = options(&a.sort, &a.advice)?;
+            let interval = Duration::from_millis(a.live.interval);
+            if a.no_tui {
+                if !(a.duration.is_finite() && a.duration > 0.0 && a.duration <= 3600.0) {
+                    return Err(format!(
+                        "--duration {} is not between 0 and 3600 seconds",
+                        a.duration
+                    ));
+                }
+                let demo = Demo::start()?;
+                std::thread::sleep(Duration::from_secs_f64(a.duration));
+                let snap = demo.handle().snapshot();
+                demo.stop();
+                return print(&commands::table(&snap, &opts, &thresholds, a.format));
+            }
+            needs_terminal()?;
+            let mut app = App::new(Origin::Demo, opts, interval);
+            if a.live.totals {
+                app.mode = Mode::Totals;
+            }
+            app.set_thresholds(thresholds);
+            let demo = Demo::start()?;
+            run_tui(app, Source::Demo(DemoFeed::new(demo, interval)), &a.live)
+        }
+    }
+}
+
+fn warn(warnings: &[String]) {
+    for w in warnings {
+        eprintln!("lockmeter: warning: {w}");
+    }
+}
+
+/// Prints to stdout; a closed pipe (`| head`) is not an error.
+fn print(text: &str) -> Result<(), String> {
+    let mut out = io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != io::ErrorKind::BrokenPipe => Err(format!("cannot write output: {e}")),
+        _ => Ok(()),
+    }
+}
+
+fn needs_terminal() -> Result<(), String> {
+    if io::stdout().is_terminal() {
+        Ok(())
+    } else {
+        Err("the live view needs a terminal; use `lockmeter table` (or `demo --no-tui`) to print instead".to_string())
+    }
+}
+
+/// The event loop: one draw per iteration, then at most one input event,
+/// then whatever the source has, then the playback tick.
+fn run_tui(mut app: App, mut source: Source, live: &LiveArgs) -> Result<(), String> {
+    let interval = Duration::from_millis(live.interval);
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGHUP,
+        signal_hook::consts::SIGINT,
+    ] {
+        signal_hook::flag::register(sig, Arc::clone(&stop))
+            .map_err(|e| format!("cannot watch signals: {e}"))?;
+    }
+    let mut guard =
+        TerminalGuard::enter().map_err(|e| format!("cannot set up the terminal: {e}"))?;
+    let mut next_tick = Instant::now() + interval;
+    loop {
+        guard
+            .terminal
+            .draw(|f| view::draw(f, &mut app))
+            .map_err(|e| format!("cannot draw: {e}"))?;
+        if stop.load(Ordering::SeqCst) {
+            break;
+        }
+        let wait = next_tick
+            .saturating_duration_since(Instant::now())
+            .min(Duration::from_millis(100));
+        if event::poll(wait).map_err(|e| format!("cannot read the terminal: {e}"))? {
+            let action =
+                match event::read().map_err(|e| format!("cannot read the terminal: {e}"))? {
+                    Event::Key(k) => app.on_key(k),
+                    Event::Mouse(m) => app.on_mouse(m),
+                    // The next draw picks up the new size.
+                    _ => Action::None,
+                };
+            match action {
+                Action::None => {}
+                Action::Quit => break,
+                Action::Reset => match source.reset() {
+                    Ok(msg) => app.set_status(msg),
+                    Err(e) => app.set_status(format!("reset failed: {e}")),
+                },
+                Action::Dump => write_dump(&mut app, &live.dump_dir),
+                Action::Attach(entry) => {
+                    let addr = lockmeter_model::wire::EndpointAddr::Unix(entry.path.clone());
+                    app.attached(describe(&addr));
+                    source = Source::Endpoint(Live::spawn(addr, interval));
+                }
+            }
+        }
+        for feed in source.poll(Instant::now()) {
+            app.apply(feed);
+        }
+        if Instant::now() >= next_tick {
+            app.on_tick();
+            next_tick = Instant::now() + interval;
+        }
+    }
+    drop(guard);
+    // Stops the demo threads or the connection thread after the terminal is
+    // back, so quitting feels immediate.
+    drop(source);
+    Ok(())
+}
+
+fn write_dump(app: &mut App, dir: &Path) {
+    let what = match app.mode {
+        Mode::Rates => "interval",
+        Mode::Totals => "totals",
+    };
+    let msg = match app.shown() {
+        None => "nothing to write yet".to_string(),
+        Some(snap) => match dump::write_snapshot(dir, snap, what) {
+            Ok(path) => format!("wrote {what} snapshot to {}", path.display()),
+            Err(e) => format!("cannot write a snapshot in {}: {e}", dir.display()),
+        },
+    };
+    app.set_status(msg);
+}

@@ -79,10 +79,15 @@ fn locked_wait_and_wake_lose_nothing() {
     });
 }
 
-/// Three threads taking a spinlock make long spin paths; allow them.
+/// Three threads taking a spinlock make long spin paths: allow them, and
+/// bound preemptions to one so the model stays within CI's time
+/// (raise `LOOM_MAX_PREEMPTIONS` for a longer soak).
 fn model_with_spinning(f: impl Fn() + Sync + Send + 'static) {
     let mut builder = loom::model::Builder::new();
     builder.max_branches = 100_000;
+    builder.preemption_bound = Some(
+        std::env::var("LOOM_SPIN_PREEMPTIONS").ok().and_then(|v| v.parse().ok()).unwrap_or(1),
+    );
     builder.check(f);
 }
 

@@ -21,7 +21,9 @@ pub(crate) const MAX_ENTRIES_PER_THREAD: usize = 1 << 16;
 /// One thread's entries for one recorder, readable by snapshots.
 #[derive(Default)]
 pub(crate) struct Shard {
-    pub(crate) entries: Mutex<Vec<Box<Entry>>>,
+    /// `Arc` rather than `Box`: the index keeps raw pointers to entries, and
+    /// moving a `Box` would assert unique ownership over them.
+    pub(crate) entries: Mutex<Vec<Arc<Entry>>>,
 }
 
 impl Shard {
@@ -166,12 +168,12 @@ fn new_entry(slot: &mut Slot, raw: [usize; 3], key: &SiteKey) -> Option<*const E
         slot.recorder.count_dropped();
         return None;
     }
-    let entry = Box::new(Entry::new(
+    let entry = Arc::new(Entry::new(
         *key,
         slot.recorder.clock.clone(),
         slot.recorder.slow_ns,
     ));
-    let ptr: *const Entry = &*entry;
+    let ptr = Arc::as_ptr(&entry);
     entries.push(entry);
     drop(entries);
     slot.index.insert(raw, ptr);

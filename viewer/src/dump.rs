@@ -1,0 +1,136 @@
+//! Writing the shown snapshot to a file, atomically: a reader (or a crash)
+//! never sees half a dump.
+
+use std::fs::{self, File};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use lockmeter_model::render::json;
+use lockmeter_model::Snapshot;
+
+/// Writes `snap` as pretty v1 JSON into a new file in `dir` and returns its
+/// path. The name says which process and when; an existing file is never
+/// overwritten.
+pub fn write_snapshot(dir: &Path, snap: &Snapshot, what: &str) -> io::Result<PathBuf> {
+    let stem = format!(
+        "lockmeter-{}-{}-{}-{}",
+        file_safe(&snap.process.name),
+        snap.process.pid,
+        snap.window.end_unix_ns / 1_000_000,
+        what
+    );
+    let mut text = json(snap);
+    text.push('\n');
+    for n in 0..1000u32 {
+        let name = if n == 0 {
+            format!("{stem}.json")
+        } else {
+            format!("{stem}-{n}.json")
+        };
+        let path = dir.join(name);
+        if path.exists() {
+            continue;
+        }
+        write_atomic(&path, text.as_bytes())?;
+        return Ok(path);
+    }
+    Err(io::Error::new(
+        io::ErrorKind::AlreadyExists,
+        format!("too many dumps named {stem}*.json in {}", dir.display()),
+    ))
+}
+
+/// Writes `bytes` to a temporary file beside `path`, syncs it, and renames
+/// it over `path`.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let file_name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "dump".to_string());
+    let tmp = dir.join(format!(".{file_name}.tmp-{}", std::process::id()));
+    let result = (|| {
+        let mut f = File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// A process name reduced to characters safe in a file name.
+fn file_safe(name: &str) -> String {
+    let s: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(40)
+        .collect();
+    if s.is_empty() {
+        "process".to_string()
+    } else {
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lockmeter_model::{parse_snapshot, ProcessInfo};
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("lockmeter-dump-test-{}-{name}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn dumps_round_trip_and_never_overwrite() {
+        let dir = scratch("rt");
+        let snap = Snapshot::empty(
+            ProcessInfo {
+                pid: 7,
+                name: "a/b c".into(),
+            },
+            "mock",
+        );
+        let p1 = write_snapshot(&dir, &snap, "totals").unwrap();
+        let p2 = write_snapshot(&dir, &snap, "totals").unwrap();
+        assert_ne!(p1, p2);
+        assert!(p1
+            .file_name()
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .starts_with("lockmeter-a_b_c-7-"));
+        let back = parse_snapshot(&fs::read_to_string(&p1).unwrap()).unwrap();
+        assert_eq!(back, snap);
+        let leftovers: Vec<_> = fs::read_dir(&dir)
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().contains(".tmp-"))
+            .collect();
+        assert!(leftovers.is_empty());
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_missing_directory_is_an_error_not_a_panic() {
+        let snap = Snapshot::empty(ProcessInfo::default(), "mock");
+        let err = write_snapshot(Path::new("/nonexistent/lockmeter/dir"), &snap, "x");
+        assert!(err.is_err());
+    }
+}

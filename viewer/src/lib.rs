@@ -1,0 +1,27 @@
+//! The `lockmeter` viewer: a live terminal view of lock statistics, a table
+//! printer and a differ, all over the v1 snapshot model.
+//!
+//! The binary (`src/main.rs`) holds only the command line and the event
+//! loop; everything it drives lives here so it can be tested without a
+//! terminal:
+//!
+//! - [`state`]: the app model (what is shown, sorting, filtering, selection,
+//!   rates vs totals, history for sparklines) and how keys change it.
+//! - [`view`]: one file per screen, drawn from the state.
+//! - [`input`]: which key does what, as pure predicates.
+//! - [`source`]: the demo, a live endpoint, a recording or a dump.
+//! - [`conn`]: the endpoint client, reconnecting with backoff.
+//! - [`commands`]: the one-shot commands (`table`, `diff`, `list`).
+//! - [`term`]: the terminal session, restored on drop and on panic.
+//! - [`demo`]: the built-in contended workloads.
+//! - [`dump`]: atomic snapshot files.
+
+pub mod commands;
+pub mod conn;
+pub mod demo;
+pub mod dump;
+pub mod input;
+pub mod source;
+pub mod state;
+pub mod term;
+pub mod view;
