@@ -97,7 +97,10 @@ impl Dist {
     /// The `q`-quantile (0.0..=1.0) estimated from the buckets: the middle
     /// of the bucket it falls in, clamped to `[min, max]`.
     pub fn percentile(&self, q: f64) -> u64 {
-        let in_buckets = self.buckets.iter().fold(0u64, |acc, &(_, c)| acc.saturating_add(c));
+        let in_buckets = self
+            .buckets
+            .iter()
+            .fold(0u64, |acc, &(_, c)| acc.saturating_add(c));
         if in_buckets == 0 {
             return 0;
         }

@@ -175,7 +175,9 @@ impl Stats {
         self.wake_calls = self.wake_calls.saturating_add(other.wake_calls);
         self.wakeups = self.wakeups.saturating_add(other.wakeups);
         self.spurious_wakeups = self.spurious_wakeups.saturating_add(other.spurious_wakeups);
-        self.exclusive_wakeups = self.exclusive_wakeups.saturating_add(other.exclusive_wakeups);
+        self.exclusive_wakeups = self
+            .exclusive_wakeups
+            .saturating_add(other.exclusive_wakeups);
         self.max_waiters = self.max_waiters.max(other.max_waiters);
         self.wake_latency_ns.merge(&other.wake_latency_ns);
     }

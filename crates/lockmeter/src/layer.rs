@@ -6,6 +6,8 @@ use std::time::Duration;
 use lockmeter_model::{ProcessInfo, Snapshot};
 use tracing::Subscriber;
 
+#[cfg(unix)]
+use crate::export::{self, ExportConfig, Exporter, SnapshotSource};
 use crate::recorder::{Recorder, Settings};
 
 /// Waits or holds at least this long become WARN events by default.
@@ -36,6 +38,10 @@ pub const DEFAULT_SLOW_THRESHOLD: Duration = Duration::from_millis(10);
 /// ```
 pub struct Layer {
     recorder: Arc<Recorder>,
+    /// Dumps, endpoint and recording, when configured (`LOCKMETER_*` or
+    /// [`LayerBuilder::export`]). Dropping the layer writes the final dump.
+    #[cfg(unix)]
+    exporter: Option<Exporter>,
 }
 
 impl Layer {
@@ -55,6 +61,12 @@ impl Layer {
         Handle {
             recorder: self.recorder.clone(),
         }
+    }
+
+    /// The running exports (dump, endpoint, recording), if any were configured.
+    #[cfg(unix)]
+    pub fn exporter(&self) -> Option<&Exporter> {
+        self.exporter.as_ref()
     }
 
     pub(crate) fn recorder(&self) -> &Arc<Recorder> {
@@ -82,9 +94,20 @@ pub struct LayerBuilder {
     clock: Option<quanta::Clock>,
     slow_threshold: Option<Duration>,
     process_name: Option<String>,
+    #[cfg(unix)]
+    export: ExportConfig,
 }
 
 impl LayerBuilder {
+    /// Where the table goes besides [`Handle`]: a dump at exit, a live
+    /// endpoint, a recording. `LOCKMETER_*` variables that are set win over
+    /// these settings (see `docs/endpoint.md`).
+    #[cfg(unix)]
+    pub fn export(mut self, config: ExportConfig) -> Self {
+        self.export = config;
+        self
+    }
+
     /// Acquisitions that wait or hold at least `threshold` are emitted as
     /// WARN events with target `lockmeter` (default 10 ms).
     pub fn slow_threshold(mut self, threshold: Duration) -> Self {
@@ -121,9 +144,21 @@ impl LayerBuilder {
                 name: self.process_name.unwrap_or_else(current_exe_name),
             },
         };
-        Layer {
-            recorder: Arc::new(Recorder::new(settings)),
+        let recorder = Arc::new(Recorder::new(settings));
+        #[cfg(unix)]
+        {
+            let config = self.export.with_env_overrides();
+            let exporter = (!config.is_empty()).then(|| {
+                // The source holds only the recorder, never the exporter.
+                let source = Handle {
+                    recorder: Arc::clone(&recorder),
+                };
+                export::start(Arc::new(source), config)
+            });
+            Layer { recorder, exporter }
         }
+        #[cfg(not(unix))]
+        Layer { recorder }
     }
 }
 
@@ -156,6 +191,21 @@ impl Handle {
     /// Starts a new window: later snapshots count from now.
     pub fn reset(&self) {
         self.recorder.reset();
+    }
+}
+
+#[cfg(unix)]
+impl SnapshotSource for Handle {
+    fn snapshot(&self) -> Snapshot {
+        Handle::snapshot(self)
+    }
+
+    fn cumulative(&self) -> Snapshot {
+        Handle::cumulative(self)
+    }
+
+    fn reset(&self) {
+        Handle::reset(self)
     }
 }
 

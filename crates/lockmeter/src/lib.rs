@@ -36,6 +36,8 @@
 mod backoff;
 mod class;
 mod clock;
+#[cfg(unix)]
+pub mod export;
 mod layer;
 mod meter;
 mod mutex;

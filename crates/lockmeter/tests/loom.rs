@@ -9,9 +9,9 @@
 
 use std::sync::Arc;
 
+use lockmeter::{Semaphore, SpinLock, WaitQueue, WakeOrder};
 use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use loom::thread;
-use lockmeter::{Semaphore, SpinLock, WaitQueue, WakeOrder};
 
 #[test]
 fn spinlock_gives_mutual_exclusion() {
@@ -23,7 +23,11 @@ fn spinlock_gives_mutual_exclusion() {
                 let (lock, inside) = (lock.clone(), inside.clone());
                 thread::spawn(move || {
                     let mut g = lock.lock();
-                    assert_eq!(inside.fetch_add(1, Ordering::Relaxed), 0, "two holders at once");
+                    assert_eq!(
+                        inside.fetch_add(1, Ordering::Relaxed),
+                        0,
+                        "two holders at once"
+                    );
                     *g += 1;
                     inside.fetch_sub(1, Ordering::Relaxed);
                 })
@@ -68,9 +72,14 @@ fn concurrent_wait_and_wake_lose_nothing() {
 #[test]
 fn locked_wait_and_wake_lose_nothing() {
     loom::model(|| {
-        let q = Arc::new(WaitQueue::named_with_data("loom.locked", WakeOrder::Fifo, false));
+        let q = Arc::new(WaitQueue::named_with_data(
+            "loom.locked",
+            WakeOrder::Fifo,
+            false,
+        ));
         let q2 = q.clone();
-        let waiter = thread::spawn(move || drop(q2.lock().wait_event_exclusive_locked(|ready| *ready)));
+        let waiter =
+            thread::spawn(move || drop(q2.lock().wait_event_exclusive_locked(|ready| *ready)));
         let mut g = q.lock();
         *g = true;
         g.wake_up_locked();
@@ -86,7 +95,10 @@ fn model_with_spinning(f: impl Fn() + Sync + Send + 'static) {
     let mut builder = loom::model::Builder::new();
     builder.max_branches = 100_000;
     builder.preemption_bound = Some(
-        std::env::var("LOOM_SPIN_PREEMPTIONS").ok().and_then(|v| v.parse().ok()).unwrap_or(1),
+        std::env::var("LOOM_SPIN_PREEMPTIONS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(1),
     );
     builder.check(f);
 }
@@ -101,7 +113,9 @@ fn exclusive_wake_one_wakes_at_most_one_and_loses_none() {
                 let (q, tokens) = (q.clone(), tokens.clone());
                 thread::spawn(move || {
                     q.wait_event_exclusive(|| {
-                        tokens.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1)).is_ok()
+                        tokens
+                            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
+                            .is_ok()
                     })
                 })
             })
@@ -121,7 +135,8 @@ fn keyed_wake_wakes_only_matching_waiters() {
         let q = Arc::new(WaitQueue::new());
         let ready = Arc::new(AtomicBool::new(false));
         let (q2, r2) = (q.clone(), ready.clone());
-        let waiter = thread::spawn(move || q2.wait_event_keyed(0b01, || r2.load(Ordering::Acquire)));
+        let waiter =
+            thread::spawn(move || q2.wait_event_keyed(0b01, || r2.load(Ordering::Acquire)));
         assert_eq!(q.wake_up_key(0b10), 0, "a non-matching key woke a waiter");
         ready.store(true, Ordering::Release);
         assert!(q.wake_up_key(0b01) <= 1);

@@ -23,8 +23,14 @@ fn every_primitive_under_observation() {
         let sem = Arc::new(Semaphore::named("miri.sem", 1));
         let q = Arc::new(WaitQueue::named("miri.wq"));
         let flag = Arc::new(AtomicBool::new(false));
-        let (s2, m2, r2, sem2, q2, f2) =
-            (spin.clone(), mutex.clone(), rw.clone(), sem.clone(), q.clone(), flag.clone());
+        let (s2, m2, r2, sem2, q2, f2) = (
+            spin.clone(),
+            mutex.clone(),
+            rw.clone(),
+            sem.clone(),
+            q.clone(),
+            flag.clone(),
+        );
         let t = spawn_observed(move || {
             for _ in 0..3 {
                 *s2.lock() += 1;
@@ -41,11 +47,9 @@ fn every_primitive_under_observation() {
         many_sites!(0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0);
         *rw.write() += 1;
         assert!(spin.try_lock().is_some());
+        // No lost wake-up: the waiter either sees the flag or is queued.
         flag.store(true, Ordering::Release);
-        while !t.is_finished() {
-            q.wake_up_all();
-            std::thread::yield_now();
-        }
+        q.wake_up_all();
         t.join().unwrap();
     });
     let snap = handle.snapshot();

@@ -12,7 +12,12 @@ use lockmeter::{Layer, Mutex, SpinLock};
 
 fn mock_layer() -> (lockmeter::LayerBuilder, Arc<quanta::Mock>) {
     let (clock, mock) = quanta::Clock::mock();
-    (Layer::builder().clock(clock).slow_threshold(Duration::from_millis(10)), mock)
+    (
+        Layer::builder()
+            .clock(clock)
+            .slow_threshold(Duration::from_millis(10)),
+        mock,
+    )
 }
 
 #[test]
@@ -71,7 +76,13 @@ fn wait_time_and_holder_site_of_a_contended_acquisition() {
     assert_eq!(l.total.bounces, 1);
     assert_eq!(l.holders.len(), 1);
     let holder = &l.holders[0];
-    assert!(holder.site.ends_with(&format!("timing_with_mock_clock.rs:{holder_line}:19")), "{}", holder.site);
+    assert!(
+        holder
+            .site
+            .ends_with(&format!("timing_with_mock_clock.rs:{holder_line}:19")),
+        "{}",
+        holder.site
+    );
     assert_eq!((holder.contended, holder.wait_ns_total), (1, 7_000_000));
 }
 
@@ -87,7 +98,10 @@ impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Events {
                 fields.push_str(&format!("{}={:?} ", f.name(), val));
             };
             event.record(&mut v);
-            self.0.lock().unwrap().push(format!("{} {}", event.metadata().level(), fields));
+            self.0
+                .lock()
+                .unwrap()
+                .push(format!("{} {}", event.metadata().level(), fields));
         }
     }
 }
@@ -96,9 +110,14 @@ impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Events {
 fn slow_holds_become_warn_events_and_fast_ones_do_not() {
     use tracing_subscriber::prelude::*;
     let (clock, mock) = quanta::Clock::mock();
-    let layer = Layer::builder().clock(clock).slow_threshold(Duration::from_millis(10)).build();
+    let layer = Layer::builder()
+        .clock(clock)
+        .slow_threshold(Duration::from_millis(10))
+        .build();
     let events = Events::default();
-    let subscriber = tracing_subscriber::registry().with(layer).with(events.clone());
+    let subscriber = tracing_subscriber::registry()
+        .with(layer)
+        .with(events.clone());
     tracing::subscriber::with_default(subscriber, || {
         let m = Mutex::named("mock.slow", ());
         for _ in 0..100 {
@@ -143,8 +162,20 @@ fn fmt_layer_beside_it_prints_nothing_per_acquisition() {
             *m.lock() += 1;
         }
     });
-    assert!(sink.0.lock().unwrap().is_empty(), "fmt printed: {}", String::from_utf8_lossy(&sink.0.lock().unwrap()));
-    assert_eq!(handle.snapshot().lock("fmt.quiet").unwrap().total.acquisitions, 1000);
+    assert!(
+        sink.0.lock().unwrap().is_empty(),
+        "fmt printed: {}",
+        String::from_utf8_lossy(&sink.0.lock().unwrap())
+    );
+    assert_eq!(
+        handle
+            .snapshot()
+            .lock("fmt.quiet")
+            .unwrap()
+            .total
+            .acquisitions,
+        1000
+    );
 }
 
 #[test]
@@ -152,7 +183,10 @@ fn reset_starts_a_new_window() {
     let (builder, mock) = mock_layer();
     let layer = builder.build();
     let handle = layer.handle();
-    let dispatch = tracing::Dispatch::new(tracing_subscriber::layer::SubscriberExt::with(tracing_subscriber::registry(), layer));
+    let dispatch = tracing::Dispatch::new(tracing_subscriber::layer::SubscriberExt::with(
+        tracing_subscriber::registry(),
+        layer,
+    ));
     tracing::dispatcher::with_default(&dispatch, || {
         let m = Mutex::named("mock.reset", ());
         for _ in 0..5 {
@@ -171,5 +205,13 @@ fn reset_starts_a_new_window() {
     assert_eq!(s.acquisitions, 3);
     assert_eq!(window.window.elapsed_ns, 3_000_000);
     assert!((s.util_pct - 100.0).abs() < 1e-9);
-    assert_eq!(handle.cumulative().lock("mock.reset").unwrap().total.acquisitions, 8);
+    assert_eq!(
+        handle
+            .cumulative()
+            .lock("mock.reset")
+            .unwrap()
+            .total
+            .acquisitions,
+        8
+    );
 }

@@ -28,11 +28,14 @@ fn wake_up_wakes_exactly_one_exclusive_waiter() {
     let checks = Arc::new(AtomicUsize::new(0));
     let ts: Vec<_> = (0..3)
         .map(|_| {
-            let (q, tokens, done, checks) = (q.clone(), tokens.clone(), done.clone(), checks.clone());
+            let (q, tokens, done, checks) =
+                (q.clone(), tokens.clone(), done.clone(), checks.clone());
             std::thread::spawn(move || {
                 q.wait_event_exclusive(|| {
                     checks.fetch_add(1, Ordering::AcqRel);
-                    tokens.fetch_update(Ordering::AcqRel, Ordering::Acquire, |t| t.checked_sub(1)).is_ok()
+                    tokens
+                        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |t| t.checked_sub(1))
+                        .is_ok()
                 });
                 done.fetch_add(1, Ordering::AcqRel);
             })
@@ -54,7 +57,10 @@ fn wake_up_wakes_exactly_one_exclusive_waiter() {
 
 #[test]
 fn exclusive_waiters_wake_in_the_queue_order() {
-    for (order, expected) in [(WakeOrder::Fifo, vec![0, 1, 2]), (WakeOrder::Lifo, vec![2, 1, 0])] {
+    for (order, expected) in [
+        (WakeOrder::Fifo, vec![0, 1, 2]),
+        (WakeOrder::Lifo, vec![2, 1, 0]),
+    ] {
         let q = Arc::new(WaitQueue::named_with_order("wq.order", order));
         let woken = Arc::new(StdMutex::new(Vec::new()));
         let go: Arc<Vec<AtomicBool>> = Arc::new((0..3).map(|_| AtomicBool::new(false)).collect());
@@ -100,7 +106,11 @@ fn keyed_wake_wakes_only_matching_waiters() {
         })
     });
     until_checked(&checks, 2);
-    assert_eq!(q.wake_up_key(TX), 0, "a TX event must not wake an RX waiter");
+    assert_eq!(
+        q.wake_up_key(TX),
+        0,
+        "a TX event must not wake an RX waiter"
+    );
     assert_eq!(q.waiters(), 1);
     rx_ready.store(true, Ordering::Release);
     assert_eq!(q.wake_up_key(RX), 1);
@@ -162,7 +172,9 @@ fn waking_non_exclusive_waiters_counts_the_herd_exactly() {
                 spawn_observed(move || {
                     q.wait_event(|| {
                         checks.fetch_add(1, Ordering::AcqRel);
-                        token.fetch_update(Ordering::AcqRel, Ordering::Acquire, |t| t.checked_sub(1)).is_ok()
+                        token
+                            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |t| t.checked_sub(1))
+                            .is_ok()
                     })
                 })
             })
@@ -194,7 +206,9 @@ fn waking_non_exclusive_waiters_counts_the_herd_exactly() {
 fn timed_out_waits_are_rejected() {
     let (handle, ok) = observe(|| {
         let q = WaitQueue::named("wq.timeout");
-        q.wait_event_with(Wait::exclusive().timeout(Duration::from_millis(5)), || false)
+        q.wait_event_with(Wait::exclusive().timeout(Duration::from_millis(5)), || {
+            false
+        })
     });
     assert!(!ok);
     let snap = handle.snapshot();
@@ -208,12 +222,18 @@ fn locked_operations_take_the_queue_lock_once() {
     // for the producer, none extra for the wake.
     const EVENTS: u64 = 500;
     let (handle, ()) = observe(|| {
-        let q = Arc::new(WaitQueue::named_with_data("wq.locked", WakeOrder::Fifo, Vec::<u64>::new()));
+        let q = Arc::new(WaitQueue::named_with_data(
+            "wq.locked",
+            WakeOrder::Fifo,
+            Vec::<u64>::new(),
+        ));
         let q2 = q.clone();
         let consumer = spawn_observed(move || {
             let mut got = 0;
             while got < EVENTS {
-                let mut g = q2.lock().wait_event_exclusive_locked(|ready| !ready.is_empty());
+                let mut g = q2
+                    .lock()
+                    .wait_event_exclusive_locked(|ready| !ready.is_empty());
                 got += g.drain(..).count() as u64;
             }
         });
@@ -230,5 +250,9 @@ fn locked_operations_take_the_queue_lock_once() {
         .sites
         .iter()
         .find(|s| s.site.contains("waitqueue_semantics.rs") && s.stats.acquisitions == EVENTS);
-    assert!(producer_site.is_some(), "producer takes the queue lock once per event: {:?}", inner.sites);
+    assert!(
+        producer_site.is_some(),
+        "producer takes the queue lock once per event: {:?}",
+        inner.sites
+    );
 }

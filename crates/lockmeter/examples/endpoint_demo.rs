@@ -1,0 +1,81 @@
+//! A program that exports its lock table with no code for it: run it with
+//! `LOCKMETER_LISTEN=1` (or `LOCKMETER_DUMP=out.json`, `LOCKMETER_RECORD=
+//! rec.jsonl`) and look with `lockmeter list` / `lockmeter top`.
+//!
+//! ```text
+//! LOCKMETER_LISTEN=1 cargo run -p lockmeter --example endpoint_demo -- 100000 4
+//! ```
+//!
+//! It takes the mutex `demo.counter` exactly ACQUISITIONS times from
+//! THREADS threads, prints `ready <ACQUISITIONS>`, then waits until its
+//! standard input closes (Ctrl-D) and exits normally, which writes
+//! `LOCKMETER_DUMP`. With `--exit-holding` it exits while holding the
+//! mutex, with another thread waiting for it: the exit dump must still be
+//! written, not deadlock. The integration tests `tests/export_*.rs` drive
+//! it.
+//!
+//! Usage: `endpoint_demo [ACQUISITIONS=1000] [THREADS=4] [--exit-holding]`
+
+use std::io::{Read, Write};
+use std::sync::Arc;
+use std::thread;
+use std::time::Duration;
+
+use tracing_subscriber::prelude::*;
+
+fn main() {
+    let mut numbers = Vec::new();
+    let mut exit_holding = false;
+    for arg in std::env::args().skip(1) {
+        match arg.as_str() {
+            "--exit-holding" => exit_holding = true,
+            n => match n.parse::<u64>() {
+                Ok(n) => numbers.push(n),
+                Err(_) => {
+                    eprintln!("usage: endpoint_demo [ACQUISITIONS] [THREADS] [--exit-holding]");
+                    std::process::exit(2);
+                }
+            },
+        }
+    }
+    let total = numbers.first().copied().unwrap_or(1000);
+    let threads = numbers.get(1).copied().unwrap_or(4).max(1);
+
+    tracing_subscriber::registry()
+        .with(lockmeter::Layer::new())
+        .init();
+
+    let counter = Arc::new(lockmeter::Mutex::named("demo.counter", 0u64));
+    let workers: Vec<_> = (0..threads)
+        .map(|i| {
+            let counter = Arc::clone(&counter);
+            // The first thread also takes the remainder, so the sum is exact.
+            let share = total / threads + if i == 0 { total % threads } else { 0 };
+            thread::spawn(move || {
+                for _ in 0..share {
+                    *counter.lock() += 1;
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        w.join().expect("a worker panicked");
+    }
+
+    println!("ready {total}");
+    let _ = std::io::stdout().flush();
+    let _ = std::io::stdin().read_to_end(&mut Vec::new());
+
+    if exit_holding {
+        let guard = counter.lock();
+        let waiter = Arc::clone(&counter);
+        thread::spawn(move || {
+            *waiter.lock() += 1;
+        });
+        // Let the waiter block on the mutex, then exit with it held.
+        thread::sleep(Duration::from_millis(100));
+        println!("exiting while holding demo.counter ({})", *guard);
+        let _ = std::io::stdout().flush();
+        std::process::exit(0);
+    }
+}

@@ -1,0 +1,340 @@
+//! The `LOCKMETER_*` environment variables, so that any program that
+//! installed the layer can be told to export without a code change.
+//!
+//! | variable | value |
+//! |---|---|
+//! | `LOCKMETER_DUMP` | dump path (`.json`, `.csv`, else text); `off` to disable |
+//! | `LOCKMETER_DUMP_SIGNAL` | `0` to leave `SIGUSR1` alone |
+//! | `LOCKMETER_LISTEN` | `1`/`unix`, a socket path, `tcp://127.0.0.1:PORT`; `0`/`off` |
+//! | `LOCKMETER_LISTEN_ALLOW_REMOTE` | `1` to allow a non-loopback TCP address |
+//! | `LOCKMETER_MAX_CLIENTS` | clients served at once (default 64) |
+//! | `LOCKMETER_CLIENT_TIMEOUT_MS` | time a client may take to accept a message (default 5000) |
+//! | `LOCKMETER_RECORD` | recording path (JSON Lines); `off` to disable |
+//! | `LOCKMETER_RECORD_INTERVAL_MS` | window per line (default 1000) |
+//! | `LOCKMETER_RECORD_MAX_BYTES` | size limit, `K`/`M`/`G` suffixes, `0` = none (default 64M) |
+//! | `LOCKMETER_RECORD_MAX_SECS` | stop recording after this long, `0` = never |
+//! | `LOCKMETER_RECORD_ON_FULL` | `rotate` (default) or `stop` |
+//! | `LOCKMETER_QUIET` | `1`: no confirmation lines on stderr |
+//!
+//! Parsing is a pure function of a variable lookup, so it is tested
+//! without touching the process environment.
+
+use std::ffi::{OsStr, OsString};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::config::{ExportConfig, ListenAddr, OnFull, RecordConfig};
+
+/// Looks a variable up; `std::env::var_os` in production.
+pub(crate) type Lookup<'a> = &'a dyn Fn(&str) -> Option<OsString>;
+
+/// `config` with every set variable applied, and one message per value
+/// that was ignored.
+pub(crate) fn apply(mut config: ExportConfig, get: Lookup<'_>) -> (ExportConfig, Vec<String>) {
+    let mut warnings = Vec::new();
+    let mut bad = |name: &str, value: &OsStr, why: &str| {
+        warnings.push(format!(
+            "{name}={}: {why}; ignored",
+            value.to_string_lossy()
+        ));
+    };
+    let set = |name: &str| get(name).filter(|v| !v.is_empty());
+
+    if let Some(v) = set("LOCKMETER_DUMP") {
+        config.dump = if is_off(&v) {
+            None
+        } else {
+            Some(PathBuf::from(v))
+        };
+    }
+    if let Some(v) = set("LOCKMETER_DUMP_SIGNAL") {
+        match parse_bool(&v) {
+            Some(b) => config.dump_signal = b,
+            None => bad("LOCKMETER_DUMP_SIGNAL", &v, "expected 1 or 0"),
+        }
+    }
+    if let Some(v) = set("LOCKMETER_LISTEN") {
+        if is_off(&v) {
+            config.listen = None;
+        } else {
+            match v.to_str().map(str::parse::<ListenAddr>) {
+                Some(Ok(addr)) => config.listen = Some(addr),
+                Some(Err(e)) => bad("LOCKMETER_LISTEN", &v, &e.to_string()),
+                // A non-UTF-8 value can only be a path.
+                None => config.listen = Some(ListenAddr::Unix(PathBuf::from(v))),
+            }
+        }
+    }
+    if let Some(v) = set("LOCKMETER_LISTEN_ALLOW_REMOTE") {
+        match parse_bool(&v) {
+            Some(b) => config.allow_remote = b,
+            None => bad("LOCKMETER_LISTEN_ALLOW_REMOTE", &v, "expected 1 or 0"),
+        }
+    }
+    if let Some(v) = set("LOCKMETER_MAX_CLIENTS") {
+        match parse_u64(&v).filter(|n| (1..=4096).contains(n)) {
+            Some(n) => config = config.max_clients(n as usize),
+            None => bad(
+                "LOCKMETER_MAX_CLIENTS",
+                &v,
+                "expected a number from 1 to 4096",
+            ),
+        }
+    }
+    if let Some(v) = set("LOCKMETER_CLIENT_TIMEOUT_MS") {
+        match parse_u64(&v).filter(|&n| n > 0) {
+            Some(ms) => config = config.client_timeout(Duration::from_millis(ms)),
+            None => bad(
+                "LOCKMETER_CLIENT_TIMEOUT_MS",
+                &v,
+                "expected a positive number of milliseconds",
+            ),
+        }
+    }
+    if let Some(v) = set("LOCKMETER_RECORD") {
+        config.record = if is_off(&v) {
+            None
+        } else {
+            Some(RecordConfig::new(PathBuf::from(v)))
+        };
+    }
+    apply_record_limits(&mut config, get, &mut bad);
+    if let Some(v) = set("LOCKMETER_QUIET") {
+        match parse_bool(&v) {
+            Some(b) => config.quiet = b,
+            None => bad("LOCKMETER_QUIET", &v, "expected 1 or 0"),
+        }
+    }
+    (config, warnings)
+}
+
+/// The `LOCKMETER_RECORD_*` settings, which need a recording to apply to.
+fn apply_record_limits(
+    config: &mut ExportConfig,
+    get: Lookup<'_>,
+    bad: &mut dyn FnMut(&str, &OsStr, &str),
+) {
+    const NAMES: [&str; 4] = [
+        "LOCKMETER_RECORD_INTERVAL_MS",
+        "LOCKMETER_RECORD_MAX_BYTES",
+        "LOCKMETER_RECORD_MAX_SECS",
+        "LOCKMETER_RECORD_ON_FULL",
+    ];
+    let values: Vec<Option<OsString>> = NAMES
+        .iter()
+        .map(|n| get(n).filter(|v| !v.is_empty()))
+        .collect();
+    let Some(mut rec) = config.record.take() else {
+        for (name, v) in NAMES.iter().zip(&values) {
+            if let Some(v) = v {
+                bad(name, v, "no recording is set (LOCKMETER_RECORD)");
+            }
+        }
+        return;
+    };
+    if let Some(v) = &values[0] {
+        match parse_u64(v).filter(|&n| n > 0) {
+            Some(ms) => rec = rec.interval(Duration::from_millis(ms)),
+            None => bad(NAMES[0], v, "expected a positive number of milliseconds"),
+        }
+    }
+    if let Some(v) = &values[1] {
+        match v.to_str().and_then(parse_size) {
+            Some(n) => rec = rec.max_bytes(Some(n)),
+            None => bad(
+                NAMES[1],
+                v,
+                "expected a size such as 1048576, 512K, 64M or 1G (0 for no limit)",
+            ),
+        }
+    }
+    if let Some(v) = &values[2] {
+        match parse_u64(v) {
+            Some(s) => rec = rec.max_age(Some(Duration::from_secs(s))),
+            None => bad(NAMES[2], v, "expected a number of seconds (0 for no limit)"),
+        }
+    }
+    if let Some(v) = &values[3] {
+        match v.to_str().map(|s| s.trim().to_ascii_lowercase()).as_deref() {
+            Some("rotate") => rec = rec.on_full(OnFull::Rotate),
+            Some("stop") => rec = rec.on_full(OnFull::Stop),
+            _ => bad(NAMES[3], v, "expected rotate or stop"),
+        }
+    }
+    config.record = Some(rec);
+}
+
+fn is_off(v: &OsStr) -> bool {
+    v.to_str().is_some_and(|s| {
+        ["0", "off", "none", "false", "no"]
+            .iter()
+            .any(|w| s.trim().eq_ignore_ascii_case(w))
+    })
+}
+
+fn parse_bool(v: &OsStr) -> Option<bool> {
+    let s = v.to_str()?.trim().to_ascii_lowercase();
+    match s.as_str() {
+        "1" | "true" | "on" | "yes" => Some(true),
+        "0" | "false" | "off" | "no" => Some(false),
+        _ => None,
+    }
+}
+
+fn parse_u64(v: &OsStr) -> Option<u64> {
+    v.to_str()?.trim().parse().ok()
+}
+
+/// `4096`, `512K`, `64M`, `1G` (powers of 1024; a trailing `B`/`iB` is allowed).
+fn parse_size(s: &str) -> Option<u64> {
+    let s = s.trim().to_ascii_uppercase();
+    let s = s
+        .strip_suffix("IB")
+        .or_else(|| s.strip_suffix('B'))
+        .unwrap_or(&s);
+    let (digits, shift) = match s.chars().last()? {
+        'K' => (&s[..s.len() - 1], 10),
+        'M' => (&s[..s.len() - 1], 20),
+        'G' => (&s[..s.len() - 1], 30),
+        _ => (s, 0),
+    };
+    digits
+        .trim()
+        .parse::<u64>()
+        .ok()?
+        .checked_mul(1u64 << shift)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn run(vars: &[(&str, &str)]) -> (ExportConfig, Vec<String>) {
+        run_on(ExportConfig::default(), vars)
+    }
+
+    fn run_on(base: ExportConfig, vars: &[(&str, &str)]) -> (ExportConfig, Vec<String>) {
+        let map: HashMap<String, OsString> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), OsString::from(v)))
+            .collect();
+        apply(base, &|name| map.get(name).cloned())
+    }
+
+    #[test]
+    fn nothing_set_changes_nothing() {
+        let (c, w) = run(&[]);
+        assert_eq!(c, ExportConfig::default());
+        assert!(w.is_empty());
+    }
+
+    #[test]
+    fn every_variable_is_read() {
+        let (c, w) = run(&[
+            ("LOCKMETER_DUMP", "/tmp/d.csv"),
+            ("LOCKMETER_DUMP_SIGNAL", "0"),
+            ("LOCKMETER_LISTEN", "tcp://127.0.0.1:7000"),
+            ("LOCKMETER_LISTEN_ALLOW_REMOTE", "yes"),
+            ("LOCKMETER_MAX_CLIENTS", "8"),
+            ("LOCKMETER_CLIENT_TIMEOUT_MS", "250"),
+            ("LOCKMETER_RECORD", "/tmp/r.jsonl"),
+            ("LOCKMETER_RECORD_INTERVAL_MS", "200"),
+            ("LOCKMETER_RECORD_MAX_BYTES", "2M"),
+            ("LOCKMETER_RECORD_MAX_SECS", "30"),
+            ("LOCKMETER_RECORD_ON_FULL", "stop"),
+            ("LOCKMETER_QUIET", "1"),
+        ]);
+        assert!(w.is_empty(), "{w:?}");
+        assert_eq!(c.dump, Some(PathBuf::from("/tmp/d.csv")));
+        assert!(!c.dump_signal);
+        assert_eq!(
+            c.listen,
+            Some(ListenAddr::Tcp("127.0.0.1:7000".parse().unwrap()))
+        );
+        assert!(c.allow_remote);
+        assert_eq!(c.max_clients, 8);
+        assert_eq!(c.client_timeout, Duration::from_millis(250));
+        let r = c.record.unwrap();
+        assert_eq!(r.path, PathBuf::from("/tmp/r.jsonl"));
+        assert_eq!(r.interval, Duration::from_millis(200));
+        assert_eq!(r.max_bytes, Some(2 << 20));
+        assert_eq!(r.max_age, Some(Duration::from_secs(30)));
+        assert_eq!(r.on_full, OnFull::Stop);
+        assert!(c.quiet);
+    }
+
+    #[test]
+    fn listen_values() {
+        for (v, want) in [
+            ("1", Some(ListenAddr::Default)),
+            ("unix", Some(ListenAddr::Default)),
+            ("/run/x.sock", Some(ListenAddr::Unix("/run/x.sock".into()))),
+            ("0", None),
+            ("off", None),
+        ] {
+            assert_eq!(run(&[("LOCKMETER_LISTEN", v)]).0.listen, want, "{v}");
+        }
+    }
+
+    #[test]
+    fn env_overrides_code_and_can_switch_things_off() {
+        let base = ExportConfig::default()
+            .dump("/code.json")
+            .listen(ListenAddr::Default);
+        let (c, w) = run_on(base.clone(), &[("LOCKMETER_DUMP", "/env.txt")]);
+        assert_eq!(c.dump, Some(PathBuf::from("/env.txt")));
+        assert_eq!(c.listen, Some(ListenAddr::Default));
+        assert!(w.is_empty());
+        let (c, _) = run_on(
+            base,
+            &[("LOCKMETER_DUMP", "off"), ("LOCKMETER_LISTEN", "0")],
+        );
+        assert!(c.is_empty());
+    }
+
+    #[test]
+    fn bad_values_are_reported_once_each_and_ignored() {
+        let (c, w) = run(&[
+            ("LOCKMETER_LISTEN", "tcp://example.com:80"),
+            ("LOCKMETER_MAX_CLIENTS", "0"),
+            ("LOCKMETER_CLIENT_TIMEOUT_MS", "soon"),
+            ("LOCKMETER_QUIET", "maybe"),
+            ("LOCKMETER_RECORD_INTERVAL_MS", "100"),
+        ]);
+        assert_eq!(w.len(), 5, "{w:?}");
+        assert!(w.iter().all(|l| l.contains("ignored") && !l.contains('\n')));
+        assert!(w
+            .iter()
+            .any(|l| l.starts_with("LOCKMETER_RECORD_INTERVAL_MS=100: no recording")));
+        assert_eq!(c, ExportConfig::default());
+        let (c, w) = run(&[
+            ("LOCKMETER_RECORD", "/r"),
+            ("LOCKMETER_RECORD_MAX_BYTES", "lots"),
+        ]);
+        assert_eq!(w.len(), 1);
+        assert_eq!(
+            c.record.unwrap().max_bytes,
+            Some(RecordConfig::DEFAULT_MAX_BYTES)
+        );
+    }
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("4096"), Some(4096));
+        assert_eq!(parse_size("512K"), Some(512 << 10));
+        assert_eq!(parse_size("64MiB"), Some(64 << 20));
+        assert_eq!(parse_size("1gb"), Some(1 << 30));
+        assert_eq!(parse_size("0"), Some(0));
+        for bad in [
+            "",
+            "M",
+            "-1",
+            "1.5M",
+            "99999999999999999999",
+            "17179869184G",
+        ] {
+            assert_eq!(parse_size(bad), None, "{bad}");
+        }
+    }
+}

@@ -1,0 +1,268 @@
+//! The endpoint's sockets, Unix or TCP behind one type, and binding a Unix
+//! socket path safely.
+
+use std::fs;
+use std::io::{self, Read};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::os::fd::{AsRawFd, RawFd};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// A listening socket.
+pub(crate) enum Listener {
+    Unix(UnixListener),
+    Tcp(TcpListener),
+}
+
+/// One client connection.
+pub(crate) enum Conn {
+    Unix(UnixStream),
+    Tcp(TcpStream),
+}
+
+impl Listener {
+    pub(crate) fn accept(&self) -> io::Result<Conn> {
+        match self {
+            Listener::Unix(l) => l.accept().map(|(s, _)| Conn::Unix(s)),
+            Listener::Tcp(l) => l.accept().map(|(s, _)| Conn::Tcp(s)),
+        }
+    }
+
+    pub(crate) fn set_nonblocking(&self, on: bool) -> io::Result<()> {
+        match self {
+            Listener::Unix(l) => l.set_nonblocking(on),
+            Listener::Tcp(l) => l.set_nonblocking(on),
+        }
+    }
+}
+
+impl AsRawFd for Listener {
+    fn as_raw_fd(&self) -> RawFd {
+        match self {
+            Listener::Unix(l) => l.as_raw_fd(),
+            Listener::Tcp(l) => l.as_raw_fd(),
+        }
+    }
+}
+
+#[cfg(any(target_os = "linux", target_os = "android"))]
+const NO_SIGPIPE: libc::c_int = libc::MSG_NOSIGNAL;
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+const NO_SIGPIPE: libc::c_int = 0;
+
+impl Conn {
+    pub(crate) fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
+        match self {
+            Conn::Unix(s) => s.set_read_timeout(t),
+            Conn::Tcp(s) => s.set_read_timeout(t),
+        }
+    }
+
+    /// Bounds each blocking `send`; [`Conn::send_all`] also bounds the total.
+    pub(crate) fn set_write_timeout(&self, t: Option<Duration>) -> io::Result<()> {
+        match self {
+            Conn::Unix(s) => s.set_write_timeout(t),
+            Conn::Tcp(s) => s.set_write_timeout(t),
+        }
+    }
+
+    pub(crate) fn set_nonblocking(&self, on: bool) -> io::Result<()> {
+        match self {
+            Conn::Unix(s) => s.set_nonblocking(on),
+            Conn::Tcp(s) => s.set_nonblocking(on),
+        }
+    }
+
+    pub(crate) fn try_clone(&self) -> io::Result<Conn> {
+        match self {
+            Conn::Unix(s) => s.try_clone().map(Conn::Unix),
+            Conn::Tcp(s) => s.try_clone().map(Conn::Tcp),
+        }
+    }
+
+    /// Ends both directions, waking a thread blocked reading this socket.
+    pub(crate) fn shutdown(&self) {
+        let _ = match self {
+            Conn::Unix(s) => s.shutdown(Shutdown::Both),
+            Conn::Tcp(s) => s.shutdown(Shutdown::Both),
+        };
+    }
+
+    /// Sends all of `buf` by `deadline`, without raising `SIGPIPE` if the
+    /// peer is gone. A peer that reads too slowly gets `TimedOut`.
+    pub(crate) fn send_all(&self, mut buf: &[u8], deadline: Instant) -> io::Result<()> {
+        while !buf.is_empty() {
+            if Instant::now() >= deadline {
+                return Err(io::Error::new(io::ErrorKind::TimedOut, "client too slow"));
+            }
+            // SAFETY: `buf` is a live slice readable for `buf.len()` bytes,
+            // and the fd is an open socket owned by `self` for the call.
+            let n =
+                unsafe { libc::send(self.as_raw_fd(), buf.as_ptr().cast(), buf.len(), NO_SIGPIPE) };
+            if n < 0 {
+                let e = io::Error::last_os_error();
+                if e.kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                if e.kind() == io::ErrorKind::WouldBlock {
+                    // SO_SNDTIMEO expired: the peer is not reading.
+                    return Err(io::Error::new(io::ErrorKind::TimedOut, "client too slow"));
+                }
+                return Err(e);
+            }
+            if n == 0 {
+                return Err(io::ErrorKind::WriteZero.into());
+            }
+            buf = &buf[n as usize..];
+        }
+        Ok(())
+    }
+
+    /// One non-blocking attempt to send `buf` (a farewell to a refused
+    /// client); whatever does not fit is dropped.
+    pub(crate) fn send_once(&self, buf: &[u8]) {
+        let flags = NO_SIGPIPE | libc::MSG_DONTWAIT;
+        // SAFETY: as in send_all.
+        let _ = unsafe { libc::send(self.as_raw_fd(), buf.as_ptr().cast(), buf.len(), flags) };
+    }
+}
+
+impl AsRawFd for Conn {
+    fn as_raw_fd(&self) -> RawFd {
+        match self {
+            Conn::Unix(s) => s.as_raw_fd(),
+            Conn::Tcp(s) => s.as_raw_fd(),
+        }
+    }
+}
+
+impl Read for Conn {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Conn::Unix(s) => s.read(buf),
+            Conn::Tcp(s) => s.read(buf),
+        }
+    }
+}
+
+/// The socket file we created, removed only if it is still ours.
+#[derive(Debug)]
+pub(crate) struct SocketFile {
+    pub(crate) path: PathBuf,
+    dev: u64,
+    ino: u64,
+}
+
+impl SocketFile {
+    /// Removes the file unless someone replaced it since we bound it (as
+    /// far as the inode number tells: a file system may reuse it).
+    pub(crate) fn remove(&self) {
+        if let Ok(m) = fs::symlink_metadata(&self.path) {
+            if m.dev() == self.dev && m.ino() == self.ino {
+                let _ = fs::remove_file(&self.path);
+            }
+        }
+    }
+}
+
+/// Binds a Unix socket at `path` with mode `0600`.
+///
+/// A symlink at `path` is refused (it could point anywhere); so is any
+/// file that is not a socket. A socket nobody listens on (left by a
+/// crashed process) is replaced; one with a listener is refused.
+pub(crate) fn bind_unix(path: &Path) -> io::Result<(UnixListener, SocketFile)> {
+    let refuse =
+        |kind: io::ErrorKind, why: &str| io::Error::new(kind, format!("{}: {why}", path.display()));
+    match fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => {
+            return Err(refuse(
+                io::ErrorKind::PermissionDenied,
+                "is a symlink; refusing to listen there",
+            ));
+        }
+        Ok(m) if !m.file_type().is_socket() => {
+            return Err(refuse(
+                io::ErrorKind::AlreadyExists,
+                "exists and is not a socket; not replacing it",
+            ));
+        }
+        Ok(_) => match UnixStream::connect(path) {
+            Ok(_) => {
+                return Err(refuse(
+                    io::ErrorKind::AddrInUse,
+                    "an endpoint is already listening there",
+                ))
+            }
+            Err(_) => {
+                let _ = fs::remove_file(path);
+            }
+        },
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => return Err(refuse(e.kind(), &e.to_string())),
+    }
+    let listener = UnixListener::bind(path).map_err(|e| refuse(e.kind(), &e.to_string()))?;
+    // The default directory is 0700, so the short window before chmod
+    // exposes nothing there; for a path of the user's choosing, the
+    // directory's permissions are the user's to set.
+    let m = fs::set_permissions(path, fs::Permissions::from_mode(0o600))
+        .and_then(|()| fs::symlink_metadata(path));
+    match m {
+        Ok(m) => Ok((
+            listener,
+            SocketFile {
+                path: path.to_path_buf(),
+                dev: m.dev(),
+                ino: m.ino(),
+            },
+        )),
+        Err(e) => {
+            let _ = fs::remove_file(path);
+            Err(refuse(
+                e.kind(),
+                &format!("cannot make the socket private: {e}"),
+            ))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scratch(tag: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("lockmeter-tr-{tag}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn binds_0600_and_refuses_symlinks_files_and_live_sockets() {
+        let dir = scratch("bind");
+        let p = dir.join("a.sock");
+        let (l, file) = bind_unix(&p).unwrap();
+        assert_eq!(fs::metadata(&p).unwrap().mode() & 0o777, 0o600);
+        assert_eq!(bind_unix(&p).unwrap_err().kind(), io::ErrorKind::AddrInUse);
+        drop(l);
+        // Stale: nobody listens any more, so it is replaced.
+        drop(file);
+        let (_l2, file2) = bind_unix(&p).unwrap();
+        assert_eq!(fs::metadata(&p).unwrap().mode() & 0o777, 0o600);
+        file2.remove();
+        assert!(!p.exists());
+
+        let link = dir.join("link.sock");
+        std::os::unix::fs::symlink(dir.join("elsewhere"), &link).unwrap();
+        assert_eq!(
+            bind_unix(&link).unwrap_err().kind(),
+            io::ErrorKind::PermissionDenied
+        );
+        let plain = dir.join("plain.sock");
+        fs::write(&plain, "data").unwrap();
+        assert!(bind_unix(&plain).is_err());
+        assert_eq!(fs::read_to_string(&plain).unwrap(), "data");
+        fs::remove_dir_all(&dir).unwrap();
+    }
+}
