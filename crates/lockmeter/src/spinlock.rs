@@ -115,12 +115,13 @@ impl<T: ?Sized> SpinLock<T> {
         self.data.get_mut()
     }
 
+    /// One strong attempt: fails only if the lock is held.
     #[inline]
     fn try_acquire_raw(&self) -> bool {
         // Acquire: pairs with the Release store in `unlock_raw`, so the
         // previous holder's writes to the data are visible.
         self.locked
-            .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
             .is_ok()
     }
 

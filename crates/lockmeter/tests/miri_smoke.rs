@@ -40,6 +40,13 @@ fn every_primitive_under_observation() {
             }
             q2.wait_event(|| f2.load(Ordering::Acquire));
         });
+        // Wake the worker once it sleeps; no lost wake-up either way.
+        while q.waiters() == 0 && !t.is_finished() {
+            std::thread::yield_now();
+        }
+        flag.store(true, Ordering::Release);
+        q.wake_up_all();
+        t.join().unwrap();
         // Many distinct sites grow the thread's index past its first size.
         macro_rules! many_sites {
             ($($n:literal)*) => { $( *spin.lock() += $n; )* };
@@ -47,10 +54,6 @@ fn every_primitive_under_observation() {
         many_sites!(0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0);
         *rw.write() += 1;
         assert!(spin.try_lock().is_some());
-        // No lost wake-up: the waiter either sees the flag or is queued.
-        flag.store(true, Ordering::Release);
-        q.wake_up_all();
-        t.join().unwrap();
     });
     let snap = handle.snapshot();
     assert_eq!(lock(&snap, "miri.spin").total.acquisitions, 3 + 20 + 1);
