@@ -422,14 +422,11 @@ fn needs_terminal() -> Result<(), String> {
 fn run_tui(mut app: App, mut source: Source, live: &LiveArgs) -> Result<(), String> {
     let interval = Duration::from_millis(live.interval);
     let stop = Arc::new(AtomicBool::new(false));
-    for sig in [
-        signal_hook::consts::SIGTERM,
-        signal_hook::consts::SIGHUP,
-        signal_hook::consts::SIGINT,
-    ] {
+    for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
         signal_hook::flag::register(sig, Arc::clone(&stop))
             .map_err(|e| format!("cannot watch signals: {e}"))?;
     }
+    exit_on_hangup()?;
     let mut guard =
         TerminalGuard::enter().map_err(|e| format!("cannot set up the terminal: {e}"))?;
     let mut next_tick = Instant::now() + interval;
@@ -479,6 +476,24 @@ fn run_tui(mut app: App, mut source: Source, live: &LiveArgs) -> Result<(), Stri
     // Stops the demo threads or the connection thread after the terminal is
     // back, so quitting feels immediate.
     drop(source);
+    Ok(())
+}
+
+/// On SIGHUP the terminal is gone: crossterm's reader then spins on the
+/// dead tty instead of returning, so the loop would never see a flag. Exit
+/// from a watcher thread instead (running exit hooks, unlike a handler).
+fn exit_on_hangup() -> Result<(), String> {
+    let mut signals = signal_hook::iterator::Signals::new([signal_hook::consts::SIGHUP])
+        .map_err(|e| format!("cannot watch signals: {e}"))?;
+    std::thread::Builder::new()
+        .name("sighup".into())
+        .spawn(move || {
+            if signals.forever().next().is_some() {
+                lockmeter_viewer::term::restore();
+                std::process::exit(129);
+            }
+        })
+        .map_err(|e| format!("cannot watch signals: {e}"))?;
     Ok(())
 }
 
