@@ -10,13 +10,18 @@ mod common;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use common::{lock, observe_with, spawn_observed};
+use common::{lock, spawn_observed};
 use lockmeter::{Layer, Mutex, RwLock, Semaphore, SpinLock, WaitQueue};
+use tracing_subscriber::layer::SubscriberExt;
 
 #[test]
 fn every_primitive_under_observation() {
     let (clock, _mock) = quanta::Clock::mock();
-    let (handle, ()) = observe_with(Layer::builder().clock(clock), || {
+    let layer = Layer::builder().clock(clock).process_name("miri").build();
+    let handle = layer.handle();
+    // No `Registry`: its slab set-up is slow under Miri and not ours to test.
+    let dispatch = tracing::Dispatch::new(tracing::subscriber::NoSubscriber::default().with(layer));
+    tracing::dispatcher::with_default(&dispatch, || {
         let spin = Arc::new(SpinLock::named("miri.spin", 0u32));
         let mutex = Arc::new(Mutex::named("miri.mutex", String::new()));
         let rw = Arc::new(RwLock::named("miri.rw", 0u8));

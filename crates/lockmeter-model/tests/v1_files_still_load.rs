@@ -1,0 +1,34 @@
+//! A dump written by lockmeter 0.1 (format version 1) must keep loading,
+//! with the same numbers, in every later version. The fixture is a real
+//! dump of `lockmeter demo`; never regenerate it, add new ones beside it.
+
+use lockmeter_model::{parse_snapshot, LockKind};
+
+const V1_DEMO: &str = include_str!("fixtures/v1-demo.json");
+
+#[test]
+fn the_first_v1_dump_still_loads_with_its_numbers() {
+    let snap = parse_snapshot(V1_DEMO).expect("a v1 dump must load");
+    assert_eq!(snap.format, "lockmeter");
+    assert_eq!(snap.version, 1);
+    let ids: Vec<&str> = snap.locks.iter().map(|l| l.id.as_str()).collect();
+    for id in ["bkl", "pipe.sem", "pipe.sem.lock", "pipe.sem.wait", "pipe.spin", "accept.herd"] {
+        assert!(ids.contains(&id), "{id} missing from {ids:?}");
+    }
+    let sem_lock = snap.lock("pipe.sem.lock").unwrap();
+    assert_eq!(sem_lock.kind, LockKind::Spinlock);
+    assert_eq!(sem_lock.parent.as_deref(), Some("pipe.sem"));
+    for lock in &snap.locks {
+        let t = &lock.total;
+        assert_eq!(t.nowait + t.contended, t.acquisitions, "{}", lock.id);
+        let by_site: u64 = lock.sites.iter().map(|s| s.stats.acquisitions).sum();
+        assert_eq!(by_site, t.acquisitions, "{}", lock.id);
+    }
+}
+
+#[test]
+fn a_v1_dump_round_trips_through_serde() {
+    let snap = parse_snapshot(V1_DEMO).unwrap();
+    let again = parse_snapshot(&serde_json::to_string(&snap).unwrap()).unwrap();
+    assert_eq!(snap, again);
+}
