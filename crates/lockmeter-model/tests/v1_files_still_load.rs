@@ -12,7 +12,14 @@ fn the_first_v1_dump_still_loads_with_its_numbers() {
     assert_eq!(snap.format, "lockmeter");
     assert_eq!(snap.version, 1);
     let ids: Vec<&str> = snap.locks.iter().map(|l| l.id.as_str()).collect();
-    for id in ["bkl", "pipe.sem", "pipe.sem.lock", "pipe.sem.wait", "pipe.spin", "accept.herd"] {
+    for id in [
+        "bkl",
+        "pipe.sem",
+        "pipe.sem.lock",
+        "pipe.sem.wait",
+        "pipe.spin",
+        "accept.herd",
+    ] {
         assert!(ids.contains(&id), "{id} missing from {ids:?}");
     }
     let sem_lock = snap.lock("pipe.sem.lock").unwrap();
