@@ -260,13 +260,16 @@ fn waitqueue_summary(s: &Stats) -> String {
         Cell::Pair(mean, max) => format!("{mean}({max})"),
         Cell::Text(t) => t,
     };
+    // Wake-ups are counted where the wake call is made and spurious ones
+    // where the waiter waits, so a waiter's own row has no share to show.
+    let spurious_share = if s.wakeups == 0 {
+        String::new()
+    } else {
+        format!(" ({})", format_pct(percent(s.spurious_wakeups, s.wakeups)))
+    };
     format!(
-        "wakeups {} ({per_call})  spurious {} ({})  wake lat {latency}  waits {}  max waiters {}",
-        s.wakeups,
-        s.spurious_wakeups,
-        format_pct(percent(s.spurious_wakeups, s.wakeups)),
-        s.waits,
-        s.max_waiters
+        "wakeups {} ({per_call})  spurious {}{spurious_share}  wake lat {latency}  waits {}  max waiters {}",
+        s.wakeups, s.spurious_wakeups, s.waits, s.max_waiters
     )
 }
 
