@@ -1,0 +1,21 @@
+//! The options every seed example shares.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+/// `--quick`, `--json` and `--dump DIR`, flattened into each example's
+/// own arguments.
+#[derive(Debug, Clone, Default, Args)]
+pub struct CommonArgs {
+    /// CI-sized run: fewer iterations, well under 20 s in release on 2 cores
+    #[arg(long)]
+    pub quick: bool,
+    /// Print the results as JSON on stdout, and nothing else on stdout
+    #[arg(long)]
+    pub json: bool,
+    /// Write a v1 snapshot per variant to DIR/EXAMPLE-VARIANT.json,
+    /// for `lockmeter diff` and `lockmeter view`
+    #[arg(long, value_name = "DIR")]
+    pub dump: Option<PathBuf>,
+}

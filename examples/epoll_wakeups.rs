@@ -1,0 +1,55 @@
+//! Seed 003: an epoll-like ready list whose lock also protects its wait
+//! queue; nested locks vs the locked wait-queue operations.
+//!
+//! `cargo run --release --example epoll_wakeups [-- --quick] [--json] [--dump DIR]`
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use seed_harness::{epoll, meter, report, CommonArgs};
+
+/// epoll wakeups: one lock acquisition fewer per event.
+#[derive(Debug, Parser)]
+struct Args {
+    #[command(flatten)]
+    common: CommonArgs,
+    /// Events per run [default: 2000000, --quick: 200000]
+    #[arg(long, value_name = "N")]
+    events: Option<u64>,
+    /// Worker threads in epoll_wait
+    #[arg(long, value_name = "N", default_value_t = 2)]
+    workers: usize,
+    /// Runs per variant, alternating; the median is reported
+    /// [default: 5, --quick: 1]
+    #[arg(long, value_name = "N")]
+    repeats: Option<usize>,
+    /// Let the scheduler place the workers
+    #[arg(long)]
+    no_pin: bool,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let mut cfg = if args.common.quick {
+        epoll::Config::quick()
+    } else {
+        epoll::Config::full()
+    };
+    if let Some(e) = args.events {
+        cfg.events = e;
+    }
+    if let Some(r) = args.repeats {
+        cfg.repeats = r;
+    }
+    cfg.workers = args.workers.max(1);
+    cfg.pin = !args.no_pin;
+    cfg.connections = cfg.connections.max(4 * cfg.workers);
+    let handle = meter::install_global();
+    match epoll::run(&cfg, &handle) {
+        Ok(outcome) => report::finish(&args.common, "epoll_wakeups", &outcome, epoll::render),
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,50 @@
+//! Seed 002: a pipe whose buffer is guarded by a semaphore (rows
+//! `pipe.sem`, `pipe.sem.lock`, `pipe.sem.wait`) or by a spinlock.
+//!
+//! `cargo run --release --example pipe_contention [-- --quick] [--json] [--dump DIR]`
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use seed_harness::{meter, pipe, report, CommonArgs};
+
+/// Pipe contention: semaphore vs spinlock around a briefly held buffer.
+#[derive(Debug, Parser)]
+struct Args {
+    #[command(flatten)]
+    common: CommonArgs,
+    /// Messages through the pipe [default: 500000, --quick: 50000]
+    #[arg(long, value_name = "N")]
+    messages: Option<u64>,
+    /// Runs per variant, alternating; the median is reported
+    /// [default: 3, --quick: 1]
+    #[arg(long, value_name = "N")]
+    repeats: Option<usize>,
+    /// Let the scheduler place the writer and the reader
+    #[arg(long)]
+    no_pin: bool,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let mut cfg = if args.common.quick {
+        pipe::Config::quick()
+    } else {
+        pipe::Config::full()
+    };
+    if let Some(m) = args.messages {
+        cfg.messages = m;
+    }
+    if let Some(r) = args.repeats {
+        cfg.repeats = r.max(1);
+    }
+    cfg.pin = !args.no_pin;
+    let handle = meter::install_global();
+    match pipe::run(&cfg, &handle) {
+        Ok(outcome) => report::finish(&args.common, "pipe_contention", &outcome, pipe::render),
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
