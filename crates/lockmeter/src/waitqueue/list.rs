@@ -58,6 +58,21 @@ pub(crate) struct Woken {
     pub(crate) exclusive: u64,
 }
 
+/// Waiters picked under the queue lock, to be woken once it is released
+/// (like Linux's `wake_q`), so the lock is not held across a futex call
+/// per waiter.
+#[derive(Default)]
+pub(crate) struct PendingWakes(Vec<Arc<Waiter>>);
+
+impl PendingWakes {
+    /// Wakes every picked waiter. Call without the queue lock held.
+    pub(crate) fn unpark_all(&mut self) {
+        for w in self.0.drain(..) {
+            w.parker.unpark();
+        }
+    }
+}
+
 /// Waiters of one queue: non-exclusive ones all wake together; exclusive
 /// ones wake one at a time from one end of a deque, so waking one costs
 /// O(1) however many are queued (when wakes are not keyed).
@@ -119,16 +134,24 @@ impl WaitList {
         self.stale = 0;
     }
 
-    /// Wakes every non-exclusive waiter whose mask meets `key`, and up to
-    /// `nr_exclusive` exclusive ones, in the queue's order.
-    pub(crate) fn wake(&mut self, key: u64, nr_exclusive: usize, stamp: u64) -> Woken {
+    /// Picks every non-exclusive waiter whose mask meets `key`, and up to
+    /// `nr_exclusive` exclusive ones, in the queue's order; marks them woken
+    /// and adds them to `pending`, whose owner wakes them after unlocking.
+    pub(crate) fn wake(
+        &mut self,
+        key: u64,
+        nr_exclusive: usize,
+        stamp: u64,
+        pending: &mut PendingWakes,
+    ) -> Woken {
         let mut woken = Woken::default();
         if !self.shared.is_empty() {
             let mut stale = 0;
             self.shared
                 .retain(|w| match w.state.load(Ordering::Relaxed) {
                     QUEUED if w.mask & key != 0 => {
-                        signal(w, stamp);
+                        mark_woken(w, stamp);
+                        pending.0.push(w.clone());
                         woken.total += 1;
                         false
                     }
@@ -144,7 +167,8 @@ impl WaitList {
             let Some(w) = self.pop_exclusive(key) else {
                 break;
             };
-            signal(&w, stamp);
+            mark_woken(&w, stamp);
+            pending.0.push(w);
             woken.exclusive += 1;
             woken.total += 1;
         }
@@ -191,10 +215,10 @@ impl WaitList {
     }
 }
 
-/// Marks `w` woken and wakes its thread. Runs under the queue lock, as
-/// Linux's `try_to_wake_up` runs under the wait-queue lock.
-fn signal(w: &Waiter, stamp: u64) {
+/// Marks `w` woken, under the queue lock; its thread is unparked later.
+/// A waiter that times out in between finds itself WOKEN when it takes
+/// the lock to leave, and treats the wake-up as its own.
+fn mark_woken(w: &Waiter, stamp: u64) {
     w.state.store(WOKEN, Ordering::Relaxed);
     w.woken_at.store(stamp, StdRelaxed);
-    w.parker.unpark();
 }

@@ -19,6 +19,7 @@ mod list;
 mod parker;
 
 use std::fmt;
+use std::mem::ManuallyDrop;
 use std::ops::{Deref, DerefMut};
 use std::panic::Location;
 use std::sync::Arc;
@@ -27,7 +28,7 @@ use std::time::{Duration, Instant};
 use lockmeter_model::LockKind;
 
 pub use self::list::WakeOrder;
-use self::list::{WaitList, Waiter};
+use self::list::{PendingWakes, WaitList, Waiter};
 use crate::class::{Class, Mode, Role};
 use crate::meter::{Meta, Probe};
 use crate::recorder::entry::Entry;
@@ -284,18 +285,26 @@ impl<T> WaitQueue<T> {
     }
 
     fn wake_with(&self, key: u64, nr_exclusive: usize, site: &'static Location<'static>) -> usize {
+        let mut pending = PendingWakes::default();
         let mut inner = self.inner.lock();
-        wake_locked(&self.meta, &mut inner.list, key, nr_exclusive, site)
+        let woken = wake_locked(
+            &self.meta,
+            &mut inner.list,
+            key,
+            nr_exclusive,
+            site,
+            &mut pending,
+        );
+        drop(inner);
+        pending.unpark_all();
+        woken
     }
 
     /// Takes the queue's lock (a row of its own, `<queue>.lock`) for the
     /// `*_locked` operations and the data it guards.
     #[track_caller]
     pub fn lock(&self) -> WaitQueueGuard<'_, T> {
-        WaitQueueGuard {
-            queue: self,
-            inner: self.inner.lock(),
-        }
+        WaitQueueGuard::new(self, self.inner.lock())
     }
 
     /// Waiters queued right now.
@@ -317,11 +326,12 @@ fn wake_locked(
     key: u64,
     nr: usize,
     site: &'static Location<'static>,
+    pending: &mut PendingWakes,
 ) -> usize {
     let probe = Probe::start(meta, LockKind::Waitqueue, site, Mode::Exclusive);
     let stamp = probe.as_ref().map_or(0, |p| p.entry().clock.raw());
     let waiting = list.len() as u64;
-    let woken = list.wake(key, nr, stamp);
+    let woken = list.wake(key, nr, stamp, pending);
     if let Some(p) = probe {
         let e = p.entry();
         e.wake_calls.add(1);
@@ -337,56 +347,62 @@ fn wake_locked(
 #[must_use = "the lock is released as soon as the guard is dropped"]
 pub struct WaitQueueGuard<'a, T> {
     queue: &'a WaitQueue<T>,
-    inner: SpinLockGuard<'a, Inner<T>>,
+    /// Dropped by hand in `Drop`, before the pending wake-ups are sent.
+    inner: ManuallyDrop<SpinLockGuard<'a, Inner<T>>>,
+    /// Waiters woken under this guard; unparked once the lock is released.
+    pending: PendingWakes,
+}
+
+impl<T> Drop for WaitQueueGuard<'_, T> {
+    fn drop(&mut self) {
+        // SAFETY: `inner` is dropped exactly once, here.
+        unsafe { ManuallyDrop::drop(&mut self.inner) };
+        self.pending.unpark_all();
+    }
 }
 
 impl<'a, T> WaitQueueGuard<'a, T> {
-    /// [`WaitQueue::wake_up`] under the held lock.
-    #[track_caller]
-    pub fn wake_up_locked(&mut self) -> usize {
+    fn new(queue: &'a WaitQueue<T>, inner: SpinLockGuard<'a, Inner<T>>) -> Self {
+        WaitQueueGuard {
+            queue,
+            inner: ManuallyDrop::new(inner),
+            pending: PendingWakes::default(),
+        }
+    }
+
+    fn wake(&mut self, key: u64, nr: usize, site: &'static Location<'static>) -> usize {
         wake_locked(
             &self.queue.meta,
             &mut self.inner.list,
-            ALL_KEYS,
-            1,
-            Location::caller(),
+            key,
+            nr,
+            site,
+            &mut self.pending,
         )
+    }
+
+    /// [`WaitQueue::wake_up`] under the held lock.
+    #[track_caller]
+    pub fn wake_up_locked(&mut self) -> usize {
+        self.wake(ALL_KEYS, 1, Location::caller())
     }
 
     /// [`WaitQueue::wake_up_nr`] under the held lock.
     #[track_caller]
     pub fn wake_up_nr_locked(&mut self, nr: usize) -> usize {
-        wake_locked(
-            &self.queue.meta,
-            &mut self.inner.list,
-            ALL_KEYS,
-            nr,
-            Location::caller(),
-        )
+        self.wake(ALL_KEYS, nr, Location::caller())
     }
 
     /// [`WaitQueue::wake_up_all`] under the held lock.
     #[track_caller]
     pub fn wake_up_all_locked(&mut self) -> usize {
-        wake_locked(
-            &self.queue.meta,
-            &mut self.inner.list,
-            ALL_KEYS,
-            usize::MAX,
-            Location::caller(),
-        )
+        self.wake(ALL_KEYS, usize::MAX, Location::caller())
     }
 
     /// [`WaitQueue::wake_up_key`] under the held lock.
     #[track_caller]
     pub fn wake_up_key_locked(&mut self, key: u64) -> usize {
-        wake_locked(
-            &self.queue.meta,
-            &mut self.inner.list,
-            key,
-            1,
-            Location::caller(),
-        )
+        self.wake(key, 1, Location::caller())
     }
 
     /// Waiters queued right now.
@@ -435,10 +451,7 @@ impl<'a, T> WaitQueueGuard<'a, T> {
             stats.queued(queued);
             drop(self);
             let signaled = stats.sleep(&waiter, deadline);
-            self = WaitQueueGuard {
-                queue,
-                inner: queue.inner.lock(),
-            };
+            self = WaitQueueGuard::new(queue, queue.inner.lock());
             let woken = if signaled {
                 true
             } else {
