@@ -542,3 +542,40 @@ fn subscriber_child() {
     c.set_read_timeout(None).unwrap();
     while c.recv().is_ok() {}
 }
+
+#[test]
+fn a_kill_mid_dump_leaves_the_previous_or_a_complete_file() {
+    // Dumps are requested with SIGUSR1 and the process is killed right
+    // after, so some kills land while a dump is being written. The file
+    // must always be the previous dump or a complete new one, never a torn
+    // mix (the write goes to a temporary file renamed into place).
+    let dir = scratch_dir("real-killdump");
+    let path = dir.join("k.json");
+    fs::write(&path, "previous").unwrap();
+    let mut complete = 0;
+    for round in 0..8 {
+        let mut demo = Demo::start(
+            &[("LOCKMETER_DUMP", path.to_str().unwrap())],
+            &["3000", "2"],
+        );
+        for _ in 0..round * 4 {
+            // SAFETY: our own child, not yet waited for.
+            unsafe { libc::kill(demo.pid() as libc::pid_t, libc::SIGUSR1) };
+        }
+        // Later rounds give the dump more time, so kills land before,
+        // during and after writes.
+        std::thread::sleep(Duration::from_micros(400 * round));
+        // SAFETY: as above.
+        unsafe { libc::kill(demo.pid() as libc::pid_t, libc::SIGKILL) };
+        let _ = demo.child.wait();
+        let text = fs::read_to_string(&path).unwrap();
+        if text != "previous" {
+            let snap = lockmeter_model::parse_snapshot(&text)
+                .unwrap_or_else(|e| panic!("round {round}: a torn dump: {e}"));
+            assert_eq!(acquisitions(&snap), 3000, "round {round}");
+            complete += 1;
+        }
+    }
+    println!("kill mid-dump: 8 kills, {complete} rounds left a complete new dump, the rest the previous file");
+    fs::remove_dir_all(&dir).unwrap();
+}
