@@ -133,6 +133,9 @@ fn rwlock_rows_split_read_and_write() {
 fn semaphore_shows_its_inner_lock_and_wait_queue() {
     let (handle, ()) = observe(|| {
         let sem = Arc::new(Semaphore::named("exact.sem", 1));
+        // Hold the only permit while the workers start, so that some of
+        // them must sleep in the semaphore's wait queue.
+        let first = sem.acquire();
         let ts: Vec<_> = (0..THREADS)
             .map(|_| {
                 let sem = sem.clone();
@@ -144,13 +147,16 @@ fn semaphore_shows_its_inner_lock_and_wait_queue() {
                 })
             })
             .collect();
+        std::thread::sleep(Duration::from_millis(50));
+        drop(first);
         ts.into_iter().for_each(|t| t.join().unwrap());
         assert_eq!(sem.available(), 1);
     });
     let snap = handle.snapshot();
     let sem = lock(&snap, "exact.sem");
-    assert_eq!(sem.total.acquisitions, THREADS * 2000);
-    assert_eq!(sem.total.hold_ns.count, THREADS * 2000);
+    assert_eq!(sem.total.acquisitions, THREADS * 2000 + 1);
+    assert_eq!(sem.total.hold_ns.count, THREADS * 2000 + 1);
+    assert!(sem.total.contended > 0);
     let inner = lock(&snap, "exact.sem.lock");
     assert_eq!(inner.parent.as_deref(), Some("exact.sem"));
     assert!(

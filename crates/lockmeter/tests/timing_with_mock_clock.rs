@@ -62,7 +62,7 @@ fn wait_time_and_holder_site_of_a_contended_acquisition() {
             std::thread::yield_now();
         }
         // Give the waiter time to fail its first attempt and start waiting.
-        std::thread::sleep(Duration::from_millis(50));
+        std::thread::sleep(Duration::from_millis(200));
         mock.increment(Duration::from_millis(7));
         drop(g);
         waiter.join().unwrap();
