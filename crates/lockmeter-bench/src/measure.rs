@@ -1,0 +1,213 @@
+//! Interleaved repetitions and medians: how every figure is taken.
+//!
+//! The machine is shared and has two cores, so a single long run of bare
+//! followed by a single long run of instrumented would mostly measure
+//! whatever else ran meanwhile. Instead each pair is measured as
+//! `bare, instrumented, bare, instrumented, ...`, each repetition a short
+//! batch, and the medians are reported. The ratio is the median of the
+//! per-repetition ratios, so drift that hits both halves of a pair cancels.
+
+use std::time::{Duration, Instant};
+
+/// How long and how often to measure.
+#[derive(Debug, Clone, Copy)]
+pub struct Config {
+    /// Interleaved repetitions per pair.
+    pub reps: usize,
+    /// Wall time of one timed batch of uncontended operations.
+    pub batch: Duration,
+    /// Wall time of one contended throughput run.
+    pub window: Duration,
+    /// Repetitions of each contended pair.
+    pub contended_reps: usize,
+    /// Wake-ups timed per queue length.
+    pub wakes: usize,
+    /// Whether this is the `--quick` smoke run.
+    pub quick: bool,
+}
+
+impl Config {
+    /// The settings for a full (`quick = false`) or smoke run.
+    pub fn new(quick: bool) -> Config {
+        if quick {
+            Config {
+                reps: 7,
+                batch: Duration::from_millis(8),
+                window: Duration::from_millis(40),
+                contended_reps: 7,
+                wakes: 300,
+                quick,
+            }
+        } else {
+            Config {
+                reps: 21,
+                batch: Duration::from_millis(25),
+                window: Duration::from_millis(60),
+                contended_reps: 21,
+                wakes: 2000,
+                quick,
+            }
+        }
+    }
+}
+
+/// Medians of one interleaved pair.
+#[derive(Debug, Clone, Copy)]
+pub struct Pair {
+    pub bare: f64,
+    pub instrumented: f64,
+    /// Median of the per-repetition ratios instrumented / bare.
+    pub ratio: f64,
+}
+
+/// The median of `xs` (mean of the middle two for an even count); NaN if empty.
+pub fn median(xs: &[f64]) -> f64 {
+    let mut v: Vec<f64> = xs.iter().copied().filter(|x| !x.is_nan()).collect();
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    let mid = v.len() / 2;
+    if v.len() % 2 == 1 {
+        v[mid]
+    } else {
+        (v[mid - 1] + v[mid]) / 2.0
+    }
+}
+
+/// Runs `bare` and `instrumented` alternately `reps` times; each returns
+/// one figure (a time or a rate).
+pub fn interleave(
+    reps: usize,
+    mut bare: impl FnMut() -> f64,
+    mut instrumented: impl FnMut() -> f64,
+) -> Pair {
+    let mut b = Vec::with_capacity(reps);
+    let mut i = Vec::with_capacity(reps);
+    let mut r = Vec::with_capacity(reps);
+    for _ in 0..reps.max(1) {
+        let x = bare();
+        let y = instrumented();
+        b.push(x);
+        i.push(y);
+        r.push(y / x);
+    }
+    Pair {
+        bare: median(&b),
+        instrumented: median(&i),
+        ratio: median(&r),
+    }
+}
+
+/// Nanoseconds per operation of `run(n)`, which performs `n` operations.
+#[inline(never)]
+pub fn ns_per_op<F: FnMut(u64) + ?Sized>(iters: u64, run: &mut F) -> f64 {
+    let t = Instant::now();
+    run(iters);
+    t.elapsed().as_nanos() as f64 / iters as f64
+}
+
+/// How many operations of `run` fill about `target` of wall time.
+pub fn calibrate(target: Duration, run: &mut impl FnMut(u64)) -> u64 {
+    let mut n = 1_000u64;
+    loop {
+        let t = Instant::now();
+        run(n);
+        let took = t.elapsed();
+        if took >= target / 8 || n >= 1 << 34 {
+            let per = took.as_secs_f64() / n as f64;
+            return ((target.as_secs_f64() / per.max(1e-12)) as u64).clamp(1_000, 1 << 36);
+        }
+        n *= 2;
+    }
+}
+
+/// Interleaved ns/op of two operation loops.
+pub fn ns_pair(cfg: &Config, mut bare: impl FnMut(u64), mut instrumented: impl FnMut(u64)) -> Pair {
+    // Size batches by the slower side, so that neither overruns the budget.
+    let iters = calibrate(cfg.batch, &mut bare).min(calibrate(cfg.batch, &mut instrumented));
+    // Warm both up once: first-use work (a new site's entry) is not steady state.
+    ns_per_op(iters / 10 + 1, &mut bare);
+    ns_per_op(iters / 10 + 1, &mut instrumented);
+    interleave(
+        cfg.reps,
+        || ns_per_op(iters, &mut bare),
+        || ns_per_op(iters, &mut instrumented),
+    )
+}
+
+/// Medians of several figures measured round-robin, `reps` rounds; the
+/// ratios are each figure's median per-round ratio to the first figure.
+pub fn round_robin(reps: usize, figures: &mut [&mut dyn FnMut() -> f64]) -> Vec<Pair> {
+    let mut seen: Vec<Vec<f64>> = vec![Vec::with_capacity(reps); figures.len()];
+    let mut ratios: Vec<Vec<f64>> = vec![Vec::with_capacity(reps); figures.len()];
+    for _ in 0..reps.max(1) {
+        let mut first = f64::NAN;
+        for (i, f) in figures.iter_mut().enumerate() {
+            let x = f();
+            if i == 0 {
+                first = x;
+            }
+            seen[i].push(x);
+            ratios[i].push(x / first);
+        }
+    }
+    let base = median(seen.first().map_or(&[][..], |v| &v[..]));
+    seen.iter()
+        .zip(&ratios)
+        .map(|(s, r)| Pair {
+            bare: base,
+            instrumented: median(s),
+            ratio: median(r),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_of_odd_and_even_counts() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
+        assert!(median(&[]).is_nan());
+        assert_eq!(median(&[f64::NAN, 5.0]), 5.0);
+    }
+
+    #[test]
+    fn interleave_alternates_and_takes_median_ratio() {
+        let mut order = Vec::new();
+        let order_cell = std::cell::RefCell::new(&mut order);
+        let mut k = 0.0;
+        let p = interleave(
+            3,
+            || {
+                order_cell.borrow_mut().push('b');
+                k += 1.0;
+                k
+            },
+            || {
+                order_cell.borrow_mut().push('i');
+                10.0
+            },
+        );
+        assert_eq!(order, vec!['b', 'i', 'b', 'i', 'b', 'i']);
+        assert_eq!(p.bare, 2.0);
+        assert_eq!(p.instrumented, 10.0);
+        assert_eq!(p.ratio, 5.0);
+    }
+
+    #[test]
+    fn round_robin_reports_each_figure_against_the_first() {
+        let mut a = || 2.0;
+        let mut b = || 3.0;
+        let mut c = || 8.0;
+        let pairs = round_robin(3, &mut [&mut a, &mut b, &mut c]);
+        assert_eq!(pairs.len(), 3);
+        assert_eq!(pairs[0].ratio, 1.0);
+        assert_eq!(pairs[1].bare, 2.0);
+        assert_eq!(pairs[1].instrumented, 3.0);
+        assert_eq!(pairs[2].ratio, 4.0);
+    }
+}

@@ -1,0 +1,298 @@
+//! Rows of results, their goals, and the table and JSON they print as.
+
+use std::fmt::Write as _;
+
+use serde_json::{json, Map, Value};
+
+/// What a row's figures measure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    /// Nanoseconds per operation (lower is better).
+    NsPerOp,
+    /// Million operations per second, all threads together (higher is better).
+    MopsPerSec,
+    /// Milliseconds.
+    Millis,
+    /// Kibibytes of resident memory.
+    KiB,
+}
+
+impl Unit {
+    fn label(self) -> &'static str {
+        match self {
+            Unit::NsPerOp => "ns/op",
+            Unit::MopsPerSec => "Mops/s",
+            Unit::Millis => "ms",
+            Unit::KiB => "KiB",
+        }
+    }
+}
+
+/// The goal a row is held to.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Goal {
+    /// `ratio <= x`.
+    RatioAtMost(f64),
+    /// `ratio >= x`.
+    RatioAtLeast(f64),
+    /// The instrumented figure is below `x`.
+    Below(f64),
+    /// Reported for the analysis; no goal.
+    Info,
+}
+
+impl Goal {
+    fn label(self) -> String {
+        match self {
+            Goal::RatioAtMost(x) => format!("<= {x:.2}"),
+            Goal::RatioAtLeast(x) => format!(">= {x:.2}"),
+            Goal::Below(x) => format!("< {x}"),
+            Goal::Info => "-".to_string(),
+        }
+    }
+}
+
+/// One measured row.
+#[derive(Debug, Clone)]
+pub struct Row {
+    /// The JSON key: stable, snake_case.
+    pub key: String,
+    /// What the row measures, for the table.
+    pub label: String,
+    pub unit: Unit,
+    /// The baseline figure (bare primitive, or the stated baseline).
+    pub bare: Option<f64>,
+    /// The figure under test.
+    pub instrumented: Option<f64>,
+    /// instrumented / bare (median of per-repetition ratios where paired).
+    pub ratio: Option<f64>,
+    pub goal: Goal,
+    /// What `bare` and `instrumented` are, when not obvious.
+    pub note: String,
+}
+
+/// Whether a row met its goal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    Pass,
+    Miss,
+    /// No goal, or nothing could be measured.
+    None,
+}
+
+impl Verdict {
+    fn label(self) -> &'static str {
+        match self {
+            Verdict::Pass => "PASS",
+            Verdict::Miss => "MISS",
+            Verdict::None => "",
+        }
+    }
+}
+
+impl Row {
+    /// A row with no figures yet.
+    pub fn new(key: &str, label: &str, unit: Unit, goal: Goal) -> Row {
+        Row {
+            key: key.to_string(),
+            label: label.to_string(),
+            unit,
+            bare: None,
+            instrumented: None,
+            ratio: None,
+            goal,
+            note: String::new(),
+        }
+    }
+
+    /// Sets the figures of an interleaved pair.
+    pub fn with_pair(mut self, p: crate::measure::Pair) -> Row {
+        self.bare = finite(p.bare);
+        self.instrumented = finite(p.instrumented);
+        self.ratio = finite(p.ratio);
+        self
+    }
+
+    /// Sets the note.
+    pub fn note(mut self, note: impl Into<String>) -> Row {
+        self.note = note.into();
+        self
+    }
+
+    /// Pass or miss; a row that could not be measured misses its goal.
+    pub fn verdict(&self) -> Verdict {
+        match (self.goal, self.ratio, self.instrumented) {
+            (Goal::Info, _, _) => Verdict::None,
+            (Goal::RatioAtMost(x), Some(r), _) if r <= x => Verdict::Pass,
+            (Goal::RatioAtLeast(x), Some(r), _) if r >= x => Verdict::Pass,
+            (Goal::Below(x), _, Some(v)) if v < x => Verdict::Pass,
+            _ => Verdict::Miss,
+        }
+    }
+
+    /// instrumented - bare, for time rows: the cost added per operation.
+    fn delta(&self) -> Option<f64> {
+        match (self.unit, self.bare, self.instrumented) {
+            (Unit::NsPerOp, Some(b), Some(i)) => Some(i - b),
+            _ => None,
+        }
+    }
+}
+
+fn finite(x: f64) -> Option<f64> {
+    x.is_finite().then_some(x)
+}
+
+fn fmt_num(x: Option<f64>, unit: Unit) -> String {
+    match x {
+        None => "-".to_string(),
+        Some(v) => match unit {
+            Unit::KiB if v.abs() >= 100.0 => format!("{v:.0}"),
+            _ if v.abs() >= 100.0 => format!("{v:.0}"),
+            _ if v.abs() >= 10.0 => format!("{v:.1}"),
+            _ => format!("{v:.2}"),
+        },
+    }
+}
+
+/// The human table, with PASS/MISS per row that has a goal.
+pub fn table(rows: &[Row]) -> String {
+    let width = rows
+        .iter()
+        .map(|r| r.label.len())
+        .max()
+        .unwrap_or(10)
+        .max(10);
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:<width$}  {:>9}  {:>9}  {:>7}  {:>8}  {:>7}  {:<6}  verdict",
+        "row", "bare", "instr", "ratio", "+ns/op", "goal", "unit"
+    );
+    for r in rows {
+        let _ = writeln!(
+            out,
+            "{:<width$}  {:>9}  {:>9}  {:>7}  {:>8}  {:>7}  {:<6}  {}",
+            r.label,
+            fmt_num(r.bare, r.unit),
+            fmt_num(r.instrumented, r.unit),
+            r.ratio.map_or("-".to_string(), |x| format!("{x:.2}")),
+            r.delta().map_or(String::new(), |d| format!("{d:+.2}")),
+            r.goal.label(),
+            r.unit.label(),
+            r.verdict().label(),
+        );
+    }
+    let goals = rows.iter().filter(|r| r.goal != Goal::Info).count();
+    let passed = rows.iter().filter(|r| r.verdict() == Verdict::Pass).count();
+    let _ = writeln!(out, "\n{passed}/{goals} goals met.");
+    let notes: Vec<&Row> = rows.iter().filter(|r| !r.note.is_empty()).collect();
+    if !notes.is_empty() {
+        let _ = writeln!(out, "\nNotes:");
+        for r in notes {
+            let _ = writeln!(out, "  {}: {}", r.label, r.note);
+        }
+    }
+    out
+}
+
+/// One JSON object whose keys are the row keys.
+pub fn json(rows: &[Row]) -> Value {
+    let mut map = Map::new();
+    for r in rows {
+        map.insert(
+            r.key.clone(),
+            json!({
+                "label": r.label,
+                "unit": r.unit.label(),
+                "bare": r.bare,
+                "instrumented": r.instrumented,
+                "ratio": r.ratio,
+                "delta_ns_per_op": r.delta(),
+                "goal": r.goal.label(),
+                "verdict": match r.verdict() {
+                    Verdict::None => Value::Null,
+                    v => Value::from(v.label()),
+                },
+                "note": r.note,
+            }),
+        );
+    }
+    Value::Object(map)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(goal: Goal, ratio: Option<f64>, value: Option<f64>) -> Row {
+        let mut r = Row::new("k", "label", Unit::NsPerOp, goal);
+        r.ratio = ratio;
+        r.instrumented = value;
+        r
+    }
+
+    #[test]
+    fn verdicts_follow_the_goal_direction() {
+        assert_eq!(
+            row(Goal::RatioAtMost(1.1), Some(1.05), None).verdict(),
+            Verdict::Pass
+        );
+        assert_eq!(
+            row(Goal::RatioAtMost(1.1), Some(1.2), None).verdict(),
+            Verdict::Miss
+        );
+        assert_eq!(
+            row(Goal::RatioAtLeast(0.8), Some(0.9), None).verdict(),
+            Verdict::Pass
+        );
+        assert_eq!(
+            row(Goal::RatioAtLeast(0.8), Some(0.7), None).verdict(),
+            Verdict::Miss
+        );
+        assert_eq!(
+            row(Goal::Below(10.0), None, Some(3.0)).verdict(),
+            Verdict::Pass
+        );
+        assert_eq!(
+            row(Goal::Below(10.0), None, Some(12.0)).verdict(),
+            Verdict::Miss
+        );
+        assert_eq!(row(Goal::Info, Some(9.0), None).verdict(), Verdict::None);
+    }
+
+    #[test]
+    fn an_unmeasured_row_misses() {
+        assert_eq!(
+            row(Goal::RatioAtMost(1.1), None, None).verdict(),
+            Verdict::Miss
+        );
+        assert_eq!(row(Goal::Below(10.0), None, None).verdict(), Verdict::Miss);
+    }
+
+    #[test]
+    fn json_has_one_key_per_row_with_the_three_figures() {
+        let mut a = row(Goal::RatioAtMost(1.1), Some(1.05), Some(4.2));
+        a.bare = Some(4.0);
+        let mut b = a.clone();
+        b.key = "other".into();
+        let v = json(&[a, b]);
+        let obj = v.as_object().unwrap();
+        assert_eq!(obj.len(), 2);
+        assert_eq!(obj["k"]["bare"], 4.0);
+        assert_eq!(obj["k"]["instrumented"], 4.2);
+        assert_eq!(obj["k"]["ratio"], 1.05);
+        assert_eq!(obj["k"]["verdict"], "PASS");
+    }
+
+    #[test]
+    fn table_marks_pass_and_miss() {
+        let t = table(&[
+            row(Goal::RatioAtMost(1.1), Some(1.0), None),
+            row(Goal::RatioAtMost(1.1), Some(2.0), None),
+        ]);
+        assert!(t.contains("PASS"));
+        assert!(t.contains("MISS"));
+        assert!(t.contains("1/2 goals met"));
+    }
+}

@@ -1,0 +1,153 @@
+//! Uncontended lock+unlock on one thread: bare against instrumented.
+
+use std::hint::black_box;
+
+use crate::bare::{BareSemaphore, BareSpinLock};
+use crate::measure::{ns_pair, Config};
+use crate::report::{Goal, Row, Unit};
+
+/// Whether a lockmeter layer exists while the rows are measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// No layer exists in the process: one relaxed load per lock.
+    Unobserved,
+    /// A layer is installed as the global default: every acquisition recorded.
+    Observed,
+}
+
+impl Phase {
+    fn key(self) -> &'static str {
+        match self {
+            Phase::Unobserved => "unobserved",
+            Phase::Observed => "observed",
+        }
+    }
+}
+
+/// SpinLock, Mutex, RwLock read/write and Semaphore down+up rows.
+pub fn rows(cfg: &Config, phase: Phase) -> Vec<Row> {
+    let goal = |observed: Goal| match phase {
+        Phase::Unobserved => Goal::RatioAtMost(1.10),
+        Phase::Observed => observed,
+    };
+    let row = |what: &str, label: &str, goal: Goal| {
+        Row::new(
+            &format!("uncontended_{}_{what}", phase.key()),
+            &format!("uncontended {}, {label}", phase.key()),
+            Unit::NsPerOp,
+            goal,
+        )
+    };
+    vec![
+        row("spinlock", "SpinLock", goal(Goal::RatioAtMost(3.0)))
+            .with_pair(spinlock(cfg))
+            .note("bare: the same TTAS spinlock written plainly"),
+        row("mutex", "Mutex", goal(Goal::RatioAtMost(2.5)))
+            .with_pair(mutex(cfg))
+            .note("bare: parking_lot::Mutex"),
+        row("rwlock_read", "RwLock read", goal(Goal::Info))
+            .with_pair(rwlock_read(cfg))
+            .note("bare: parking_lot::RwLock"),
+        row("rwlock_write", "RwLock write", goal(Goal::Info)).with_pair(rwlock_write(cfg)),
+        row("semaphore", "Semaphore down+up", goal(Goal::Info))
+            .with_pair(semaphore(cfg))
+            .note("bare: parking_lot Mutex<usize> + Condvar"),
+    ]
+}
+
+fn spinlock(cfg: &Config) -> crate::measure::Pair {
+    let bare = BareSpinLock::new(0u64);
+    let inst = lockmeter::SpinLock::named("bench.spinlock", 0u64);
+    let (bare, inst) = (black_box(&bare), black_box(&inst));
+    ns_pair(
+        cfg,
+        |n| {
+            for _ in 0..n {
+                *bare.lock() += 1;
+            }
+        },
+        |n| {
+            for _ in 0..n {
+                *inst.lock() += 1;
+            }
+        },
+    )
+}
+
+fn mutex(cfg: &Config) -> crate::measure::Pair {
+    let bare = parking_lot::Mutex::new(0u64);
+    let inst = lockmeter::Mutex::named("bench.mutex", 0u64);
+    let (bare, inst) = (black_box(&bare), black_box(&inst));
+    ns_pair(
+        cfg,
+        |n| {
+            for _ in 0..n {
+                *bare.lock() += 1;
+            }
+        },
+        |n| {
+            for _ in 0..n {
+                *inst.lock() += 1;
+            }
+        },
+    )
+}
+
+fn rwlock_read(cfg: &Config) -> crate::measure::Pair {
+    let bare = parking_lot::RwLock::new(1u64);
+    let inst = lockmeter::RwLock::named("bench.rwlock", 1u64);
+    let (bare, inst) = (black_box(&bare), black_box(&inst));
+    ns_pair(
+        cfg,
+        |n| {
+            for _ in 0..n {
+                black_box(*bare.read());
+            }
+        },
+        |n| {
+            for _ in 0..n {
+                black_box(*inst.read());
+            }
+        },
+    )
+}
+
+fn rwlock_write(cfg: &Config) -> crate::measure::Pair {
+    let bare = parking_lot::RwLock::new(0u64);
+    let inst = lockmeter::RwLock::named("bench.rwlock", 0u64);
+    let (bare, inst) = (black_box(&bare), black_box(&inst));
+    ns_pair(
+        cfg,
+        |n| {
+            for _ in 0..n {
+                *bare.write() += 1;
+            }
+        },
+        |n| {
+            for _ in 0..n {
+                *inst.write() += 1;
+            }
+        },
+    )
+}
+
+fn semaphore(cfg: &Config) -> crate::measure::Pair {
+    let bare = BareSemaphore::new(1);
+    let inst = lockmeter::Semaphore::named("bench.semaphore", 1);
+    let (bare, inst) = (black_box(&bare), black_box(&inst));
+    ns_pair(
+        cfg,
+        |n| {
+            for _ in 0..n {
+                bare.down();
+                bare.up();
+            }
+        },
+        |n| {
+            for _ in 0..n {
+                inst.down();
+                inst.up();
+            }
+        },
+    )
+}
