@@ -66,7 +66,12 @@ pub(crate) struct PendingWakes(Vec<Arc<Waiter>>);
 
 impl PendingWakes {
     /// Wakes every picked waiter. Call without the queue lock held.
+    #[inline]
     pub(crate) fn unpark_all(&mut self) {
+        // Most guards wake nobody: keep their drop to one branch.
+        if self.0.is_empty() {
+            return;
+        }
         for w in self.0.drain(..) {
             w.parker.unpark();
         }
