@@ -165,12 +165,11 @@ impl Probe {
     }
 
     /// A timed acquisition that waited and gave up.
-    pub(crate) fn rejected_after_wait(self, waiting: Waiting, spins: u64, sleeps: u64) {
+    pub(crate) fn rejected_after_wait(self, spins: u64, sleeps: u64) {
         let e = self.entry();
         e.rejected.add(1);
         e.spins.add(spins);
         e.sleeps.add(sleeps);
-        let _ = waiting;
     }
 
     #[inline]
@@ -317,7 +316,7 @@ pub(crate) fn acquire_timed<G>(
             probe.acquired_after_wait(meta, site, waiting, spins, sleeps),
         )),
         (None, spins, sleeps) => {
-            probe.rejected_after_wait(waiting, spins, sleeps);
+            probe.rejected_after_wait(spins, sleeps);
             None
         }
     }

@@ -119,7 +119,7 @@ impl Semaphore {
             if taken {
                 p.acquired_after_wait(&self.meta, site, w, 0, 1).discard();
             } else {
-                p.rejected_after_wait(w, 0, 1);
+                p.rejected_after_wait(0, 1);
             }
         }
         taken
