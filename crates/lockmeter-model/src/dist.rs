@@ -170,6 +170,52 @@ impl Dist {
 }
 
 impl Dist {
+    /// This distribution of a sample, scaled to stand for `population`
+    /// values: buckets and total grow by `population / count`, buckets are
+    /// rounded so they still add up to `population`, min and max stay the
+    /// sampled extremes. A `population` below `count` is taken as `count`.
+    pub fn scaled_to(&self, population: u64) -> Dist {
+        if self.count == 0 || population <= self.count {
+            return self.clone();
+        }
+        let scale = |v: u64| u128::from(v) * u128::from(population) / u128::from(self.count);
+        let mut buckets: Vec<(u64, u64)> = Vec::with_capacity(self.buckets.len());
+        let mut remainders: Vec<(u128, usize)> = Vec::with_capacity(self.buckets.len());
+        let mut assigned: u64 = 0;
+        for (i, &(upper, c)) in self.buckets.iter().enumerate() {
+            let exact = u128::from(c) * u128::from(population);
+            let whole = (exact / u128::from(self.count)) as u64;
+            remainders.push((exact % u128::from(self.count), i));
+            assigned = assigned.saturating_add(whole);
+            buckets.push((upper, whole));
+        }
+        // Largest remainders first take the units lost to rounding down.
+        let in_buckets: u64 = self.buckets.iter().map(|b| b.1).sum();
+        let target = if in_buckets == self.count {
+            population
+        } else {
+            scale(in_buckets).min(u128::from(u64::MAX)) as u64
+        };
+        remainders.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        for &(_, i) in remainders
+            .iter()
+            .take(target.saturating_sub(assigned) as usize)
+        {
+            buckets[i].1 += 1;
+        }
+        buckets.retain(|b| b.1 > 0);
+        let mut dist = Dist {
+            count: population,
+            total: scale(self.total).min(u128::from(u64::MAX)) as u64,
+            min: self.min,
+            max: self.max,
+            buckets,
+            ..Dist::default()
+        };
+        dist.refresh_derived();
+        dist
+    }
+
     /// Subtracts an earlier cumulative value of the same distribution (see
     /// [`crate::Snapshot::since`]).
     pub fn subtract(&mut self, earlier: &Dist) {
@@ -275,5 +321,32 @@ mod tests {
         assert_eq!(da.max, 1000);
         assert_eq!(da.buckets.iter().map(|b| b.1).sum::<u64>(), 4);
         assert_eq!(da.buckets.len(), 2);
+    }
+
+    #[test]
+    fn scaling_a_sample_keeps_its_shape_and_adds_up() {
+        let mut counts = vec![0u64; BUCKETS];
+        counts[bucket_index(10)] += 3;
+        counts[bucket_index(1000)] += 1;
+        let sample = Dist::from_buckets(&counts, 4, 3 * 10 + 1000, 10, 1000);
+        let scaled = sample.scaled_to(4 * 64 + 5);
+        assert_eq!(scaled.count, 261);
+        assert_eq!(scaled.buckets.iter().map(|b| b.1).sum::<u64>(), 261);
+        assert_eq!(scaled.mean, sample.mean);
+        assert_eq!((scaled.min, scaled.max), (10, 1000));
+        assert_eq!(scaled.p50, sample.p50);
+        // Three quarters of the scaled values sit where three quarters of
+        // the sample did (196 of 261, rounding included).
+        assert_eq!(scaled.buckets[0].1, 196);
+    }
+
+    #[test]
+    fn scaling_to_no_more_than_the_sample_changes_nothing() {
+        let mut counts = vec![0u64; BUCKETS];
+        counts[bucket_index(7)] += 2;
+        let sample = Dist::from_buckets(&counts, 2, 14, 7, 7);
+        assert_eq!(sample.scaled_to(2), sample);
+        assert_eq!(sample.scaled_to(1), sample);
+        assert_eq!(Dist::default().scaled_to(100), Dist::default());
     }
 }

@@ -26,7 +26,7 @@ pub mod wire;
 pub use dist::Dist;
 pub use read::{parse_recording, parse_snapshot, ReadError, Recording};
 pub use snapshot::{
-    percent, Holder, LockKind, LockStats, ProcessInfo, SiteStats, Snapshot, Stats, Window,
+    percent, Holder, LockKind, LockStats, ProcessInfo, Sampling, SiteStats, Snapshot, Stats, Window,
 };
 
 /// The value of the `format` field of every snapshot.

@@ -18,7 +18,30 @@ pub struct Snapshot {
     /// Records that could not be attributed (a bounded table was full).
     #[serde(default)]
     pub dropped_records: u64,
+    /// Which acquisitions had their hold timed. Absent in dumps written
+    /// before sampling existed, which timed every hold.
+    #[serde(default)]
+    pub sampling: Sampling,
     pub locks: Vec<LockStats>,
+}
+
+/// How hold times were sampled. Counts are never sampled: every
+/// acquisition is counted. Contended acquisitions are always timed; one
+/// uncontended acquisition in `uncontended_hold_every` (per thread and
+/// call site) is, and `hold_ns` is scaled up from those to stand for all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Sampling {
+    /// 1 times every hold.
+    pub uncontended_hold_every: u32,
+}
+
+impl Default for Sampling {
+    fn default() -> Sampling {
+        Sampling {
+            uncontended_hold_every: 1,
+        }
+    }
 }
 
 /// Which process the snapshot came from.
@@ -137,8 +160,12 @@ pub struct Stats {
     pub con_pct: f64,
     /// `100 * hold_ns.total / window.elapsed_ns` (UTIL).
     pub util_pct: f64,
-    /// Time from acquisition to release.
+    /// Time from acquisition to release. With sampling (see [`Sampling`])
+    /// an estimate: the timed holds, scaled to stand for every hold.
     pub hold_ns: Dist,
+    /// How many of the holds in `hold_ns` were actually timed; equal to
+    /// `hold_ns.count` when nothing was sampled. 0 in older dumps.
+    pub hold_timed: u64,
     /// Time from the first attempt to acquisition (contended acquisitions);
     /// for wait queues, time asleep per wait.
     pub wait_ns: Dist,
@@ -170,6 +197,7 @@ impl Stats {
         self.sleeps = self.sleeps.saturating_add(other.sleeps);
         self.bounces = self.bounces.saturating_add(other.bounces);
         self.hold_ns.merge(&other.hold_ns);
+        self.hold_timed = self.hold_timed.saturating_add(other.hold_timed);
         self.wait_ns.merge(&other.wait_ns);
         self.waits = self.waits.saturating_add(other.waits);
         self.wake_calls = self.wake_calls.saturating_add(other.wake_calls);
@@ -208,6 +236,7 @@ impl Snapshot {
             window: Window::default(),
             clock: clock.to_string(),
             dropped_records: 0,
+            sampling: Sampling::default(),
             locks: Vec::new(),
         }
     }
@@ -291,6 +320,7 @@ impl Stats {
         self.sleeps = self.sleeps.saturating_sub(earlier.sleeps);
         self.bounces = self.bounces.saturating_sub(earlier.bounces);
         self.hold_ns.subtract(&earlier.hold_ns);
+        self.hold_timed = self.hold_timed.saturating_sub(earlier.hold_timed);
         self.wait_ns.subtract(&earlier.wait_ns);
         self.waits = self.waits.saturating_sub(earlier.waits);
         self.wake_calls = self.wake_calls.saturating_sub(earlier.wake_calls);

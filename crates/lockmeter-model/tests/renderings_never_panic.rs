@@ -99,6 +99,7 @@ fn stats() -> impl Strategy<Value = Stats> {
             bounces: n[6],
             con_pct: con,
             util_pct: util,
+            hold_timed: n[0],
             hold_ns: h,
             wait_ns: w,
             waits: n[7],
@@ -188,6 +189,7 @@ fn snapshot() -> impl Strategy<Value = Snapshot> {
             },
             clock,
             dropped_records: end,
+            sampling: Default::default(),
             locks,
         })
 }

@@ -117,14 +117,17 @@ pub(crate) struct SiteKey {
 }
 
 impl SiteKey {
-    /// Exact hash-table identity (see [`Class::addr`]).
-    #[inline]
-    pub(crate) fn raw(&self) -> [usize; 3] {
-        let tag = self.class.role as usize | (self.mode as usize) << 2 | (self.kind as usize) << 4;
-        [
-            self.class.addr(),
-            self.site as *const Location<'static> as usize,
-            tag,
-        ]
+    /// Exact hash-table identity (see [`Class::addr`]), computed from the
+    /// lock's class in place: copying a whole key to the stack and reading
+    /// it back cost the hot path a store-forwarding stall.
+    #[inline(always)]
+    pub(crate) fn raw_of(
+        class: &Class,
+        kind: LockKind,
+        site: &'static Location<'static>,
+        mode: Mode,
+    ) -> [usize; 3] {
+        let tag = class.role as usize | (mode as usize) << 2 | (kind as usize) << 4;
+        [class.addr(), site as *const Location<'static> as usize, tag]
     }
 }

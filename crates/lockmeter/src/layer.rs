@@ -13,6 +13,10 @@ use crate::recorder::{Recorder, Settings};
 /// Waits or holds at least this long become WARN events by default.
 pub const DEFAULT_SLOW_THRESHOLD: Duration = Duration::from_millis(10);
 
+/// By default one uncontended hold in this many is timed (per thread and
+/// call site); see [`LayerBuilder::sample_uncontended_holds`].
+pub const DEFAULT_HOLD_SAMPLING: u32 = 64;
+
 /// A `tracing_subscriber` layer that records every instrumented lock used
 /// while a subscriber holding it is in effect.
 ///
@@ -93,6 +97,7 @@ impl<S: Subscriber> tracing_subscriber::Layer<S> for Layer {}
 pub struct LayerBuilder {
     clock: Option<quanta::Clock>,
     slow_threshold: Option<Duration>,
+    sample_every: Option<u32>,
     process_name: Option<String>,
     #[cfg(unix)]
     export: ExportConfig,
@@ -112,6 +117,20 @@ impl LayerBuilder {
     /// WARN events with target `lockmeter` (default 10 ms).
     pub fn slow_threshold(mut self, threshold: Duration) -> Self {
         self.slow_threshold = Some(threshold);
+        self
+    }
+
+    /// Times the hold of one uncontended acquisition in `every` per thread
+    /// and call site (rounded up to a power of two; default
+    /// [`DEFAULT_HOLD_SAMPLING`]); 1 times every hold. The environment
+    /// variable `LOCKMETER_HOLD_SAMPLING` wins over this. Counts are exact
+    /// whatever this is, and contended acquisitions are always timed: they
+    /// pay for a clock read anyway. Sampling is what keeps an uncontended
+    /// observed acquisition within a few nanoseconds of the bare lock (two
+    /// clock reads cost ~19 ns; see `docs/performance.md`). Hold
+    /// distributions and UTIL are scaled up from the sample.
+    pub fn sample_uncontended_holds(mut self, every: u32) -> Self {
+        self.sample_every = Some(every);
         self
     }
 
@@ -139,6 +158,12 @@ impl LayerBuilder {
             clock,
             clock_name,
             slow_ns: u64::try_from(slow.as_nanos()).unwrap_or(u64::MAX),
+            sample_every: hold_sampling_from_env()
+                .or(self.sample_every)
+                .unwrap_or(DEFAULT_HOLD_SAMPLING)
+                .max(1)
+                .checked_next_power_of_two()
+                .unwrap_or(1 << 31),
             process: ProcessInfo {
                 pid: std::process::id(),
                 name: self.process_name.unwrap_or_else(current_exe_name),
@@ -160,6 +185,31 @@ impl LayerBuilder {
         #[cfg(not(unix))]
         Layer { recorder }
     }
+}
+
+/// `LOCKMETER_HOLD_SAMPLING`, which wins over
+/// [`LayerBuilder::sample_uncontended_holds`] so that a run can time every
+/// hold (`1`) without recompiling. A bad value is reported and ignored.
+fn hold_sampling_from_env() -> Option<u32> {
+    let value = std::env::var("LOCKMETER_HOLD_SAMPLING").ok()?;
+    match parse_sampling(&value) {
+        Some(every) => Some(every),
+        None => {
+            eprintln!(
+                "lockmeter: LOCKMETER_HOLD_SAMPLING={value}: expected a whole number from 1 to {}; ignored",
+                1u32 << 31
+            );
+            None
+        }
+    }
+}
+
+fn parse_sampling(value: &str) -> Option<u32> {
+    value
+        .trim()
+        .parse::<u32>()
+        .ok()
+        .filter(|n| (1..=1 << 31).contains(n))
 }
 
 fn current_exe_name() -> String {
@@ -212,5 +262,20 @@ impl SnapshotSource for Handle {
 impl std::fmt::Debug for Handle {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("lockmeter::Handle").finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_sampling;
+
+    #[test]
+    fn sampling_values_parse_or_are_refused() {
+        assert_eq!(parse_sampling("1"), Some(1));
+        assert_eq!(parse_sampling(" 64 "), Some(64));
+        assert_eq!(parse_sampling("2147483648"), Some(1 << 31));
+        for bad in ["0", "-1", "abc", "", "4294967295", "1.5"] {
+            assert_eq!(parse_sampling(bad), None, "{bad:?}");
+        }
     }
 }

@@ -16,7 +16,11 @@
 //! | [`Layer`], [`Handle`] | the `tracing` layer that records, and what reads it |
 //!
 //! With no layer in effect, a lock costs one relaxed load more than the
-//! bare lock and times nothing.
+//! bare lock and times nothing. With a layer, every acquisition is counted
+//! exactly and every contended one is timed; the hold of one uncontended
+//! acquisition in [`DEFAULT_HOLD_SAMPLING`] is timed and the hold figures
+//! are scaled up from that sample
+//! ([`LayerBuilder::sample_uncontended_holds`] changes the rate).
 //!
 //! ```
 //! use tracing_subscriber::prelude::*;
@@ -49,7 +53,7 @@ mod spinlock;
 mod sync;
 mod waitqueue;
 
-pub use layer::{Handle, Layer, LayerBuilder, DEFAULT_SLOW_THRESHOLD};
+pub use layer::{Handle, Layer, LayerBuilder, DEFAULT_HOLD_SAMPLING, DEFAULT_SLOW_THRESHOLD};
 pub use lockmeter_model as model;
 pub use mutex::{MeteredMutex, MeteredMutexGuard, Mutex, MutexGuard};
 pub use rwlock::{

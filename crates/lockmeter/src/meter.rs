@@ -1,15 +1,18 @@
 //! The metering core every primitive shares: what one acquisition records.
 //!
-//! A primitive calls [`Probe::start`] before acquiring. `None` means nobody
-//! is observing and the primitive runs exactly its plain path. Otherwise it
-//! tries the lock once: on success [`Probe::acquired_nowait`] reads the clock
-//! once; on failure [`Probe::contended`] notes when and behind whom the wait
-//! began, and [`Probe::acquired_after_wait`] closes it. The returned
+//! A primitive calls [`acquire`] (or [`Probe::start`] for compound ones).
+//! When nobody observes, that is one relaxed load and the primitive runs
+//! exactly its plain path. Otherwise it finds the thread's entry for the
+//! call site and tries the lock once: on success the acquisition counts as
+//! NOWAIT; on failure [`Probe::contended`] notes when and behind whom the
+//! wait began, and [`Probe::acquired_after_wait`] closes it. The returned
 //! [`Hold`] travels in the guard and records the hold time on release.
 //!
-//! An uncontended observed acquisition therefore costs two clock reads (one
-//! at acquisition, one at release), a few single-writer counter stores and
-//! one lookup of the thread's entry.
+//! Every acquisition is counted. Every contended one is timed (it waits
+//! anyway). One uncontended acquisition in `sample_every` per entry is
+//! timed, with one clock read just before the attempt and one just after
+//! the unlock, both outside the critical section; the others cost a lookup
+//! and a few single-writer counter stores, and their release costs nothing.
 
 use std::panic::Location;
 use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering::Relaxed};
@@ -78,7 +81,7 @@ impl Probe {
         Self::lookup(meta, kind, site, mode)
     }
 
-    #[inline]
+    #[inline(always)]
     fn lookup(
         meta: &Meta,
         kind: LockKind,
@@ -86,13 +89,13 @@ impl Probe {
         mode: Mode,
     ) -> Option<Probe> {
         let rec = recorder::current()?;
-        let key = SiteKey {
+        let raw = SiteKey::raw_of(&meta.class, kind, site, mode);
+        let entry = recorder::shard::entry(rec, raw, || SiteKey {
             class: meta.class,
             kind,
             site,
             mode,
-        };
-        let entry = recorder::shard::entry(rec, &key)?;
+        })?;
         Some(Probe {
             entry,
             recorder: rec,
@@ -106,27 +109,72 @@ impl Probe {
         unsafe { &*self.entry }
     }
 
-    /// The lock was free at the first attempt.
+    /// Counts an uncontended acquisition about to be attempted and, if it
+    /// is one of the sampled ones, reads the clock: `Some(start)` when its
+    /// hold is to be timed. Read before the attempt, the clock stays out of
+    /// the critical section and doubles as the start of a wait if the
+    /// attempt fails.
+    #[inline(always)]
+    fn sample(&self) -> Option<u64> {
+        let e = self.entry();
+        e.sample_uncontended().then(|| e.clock.raw())
+    }
+
+    /// The attempt that [`Probe::sample`] counted failed after all.
+    #[inline]
+    fn unsample(&self) {
+        self.entry().unsample_uncontended();
+    }
+
+    /// The lock was free at the first attempt; the hold is timed when this
+    /// acquisition is sampled.
     #[inline]
     pub(crate) fn acquired_nowait(self, meta: &Meta, site: &'static Location<'static>) -> Hold {
+        let start = self.sample();
+        self.acquired_nowait_at(meta, site, start)
+    }
+
+    /// Like [`Probe::acquired_nowait`], for a hold that is never timed
+    /// (a semaphore `down`, which hands out no guard).
+    pub(crate) fn acquired_nowait_untimed(self, meta: &Meta, site: &'static Location<'static>) {
+        self.entry().nowait.add(1);
+        self.note_owner(meta, site);
+    }
+
+    #[inline(always)]
+    fn acquired_nowait_at(
+        self,
+        meta: &Meta,
+        site: &'static Location<'static>,
+        start: Option<u64>,
+    ) -> Hold {
         let e = self.entry();
-        let now = e.clock.raw();
-        e.acquisitions.add(1);
         e.nowait.add(1);
         self.note_owner(meta, site);
-        e.outstanding.add(1);
-        Hold {
-            entry: self.entry,
-            start: now,
-            wait_ns: 0,
+        match start {
+            None => Hold::NONE,
+            Some(start) => {
+                e.outstanding.add(1);
+                Hold {
+                    entry: self.entry,
+                    start,
+                    wait_ns: 0,
+                    sampled: true,
+                }
+            }
         }
     }
 
     /// The first attempt failed: the wait begins now.
     #[inline]
     pub(crate) fn contended(&self, meta: &Meta) -> Waiting {
+        self.contended_since(meta, self.entry().clock.raw())
+    }
+
+    #[inline]
+    fn contended_since(&self, meta: &Meta, start: u64) -> Waiting {
         Waiting {
-            start: self.entry().clock.raw(),
+            start,
             holder: meta.holder.load(Relaxed),
         }
     }
@@ -144,7 +192,6 @@ impl Probe {
         let e = self.entry();
         let now = e.clock.raw();
         let wait_ns = e.clock.delta_as_nanos(waiting.start, now);
-        e.acquisitions.add(1);
         e.contended.add(1);
         e.spins.add(spins);
         e.sleeps.add(sleeps);
@@ -156,6 +203,7 @@ impl Probe {
             entry: self.entry,
             start: now,
             wait_ns,
+            sampled: false,
         }
     }
 
@@ -192,11 +240,15 @@ impl Probe {
     }
 }
 
-/// Carried by a guard: where and since when the lock is held.
+/// Carried by a guard: where and since when the lock is held. Holds that
+/// are not timed (unobserved, or an uncontended one not sampled) carry no
+/// entry and cost nothing to release.
 pub(crate) struct Hold {
     entry: *const Entry,
     start: u64,
     wait_ns: u64,
+    /// An uncontended hold timed as one of a sample.
+    sampled: bool,
 }
 
 impl Hold {
@@ -205,29 +257,45 @@ impl Hold {
         entry: std::ptr::null(),
         start: 0,
         wait_ns: 0,
+        sampled: false,
     };
 
-    /// Ends a hold that is not timed (a semaphore `down` without a permit).
+    /// Ends a hold without timing it (a semaphore `down` without a permit).
     pub(crate) fn discard(self) {
         if !self.entry.is_null() {
             // SAFETY: see `Probe::entry`.
-            unsafe { &*self.entry }.outstanding.sub(1);
+            let e = unsafe { &*self.entry };
+            if self.sampled {
+                e.unsample_uncontended();
+            }
+            e.outstanding.sub(1);
         }
     }
 
-    /// Runs `unlock` and records the hold time, which ends just before it.
-    #[inline]
+    /// Runs `unlock` and records the hold time if the hold is timed.
+    #[inline(always)]
     pub(crate) fn release(&self, unlock: impl FnOnce()) {
         if self.entry.is_null() {
             unlock();
             return;
         }
+        self.release_timed(unlock);
+    }
+
+    /// The hold ends with a clock read just after `unlock`, outside the
+    /// critical section.
+    #[inline]
+    fn release_timed(&self, unlock: impl FnOnce()) {
         // SAFETY: see `Probe::entry`.
         let e = unsafe { &*self.entry };
-        let end = e.clock.raw();
         unlock();
+        let end = e.clock.raw();
         let hold_ns = e.clock.delta_as_nanos(self.start, end);
-        e.hold.record(hold_ns);
+        if self.sampled {
+            e.hold_sampled.record(hold_ns);
+        } else {
+            e.hold.record(hold_ns);
+        }
         e.outstanding.sub(1);
         if hold_ns >= e.slow_ns || self.wait_ns >= e.slow_ns {
             slow::report(e, self.wait_ns, hold_ns);
@@ -238,8 +306,10 @@ impl Hold {
 /// A blocking acquisition: records it when observed, otherwise runs `plain`.
 ///
 /// `attempt` tries once without waiting; `wait` blocks until acquired and
-/// reports the spin rounds and OS sleeps it took.
-#[inline]
+/// reports the spin rounds and OS sleeps it took. Only the `observing()`
+/// test is forced inline, so an unobserved lock stays as small as the bare
+/// one.
+#[inline(always)]
 pub(crate) fn acquire<G>(
     meta: &Meta,
     kind: LockKind,
@@ -249,13 +319,34 @@ pub(crate) fn acquire<G>(
     attempt: impl FnOnce() -> Option<G>,
     wait: impl FnOnce() -> (G, u64, u64),
 ) -> (G, Hold) {
-    let Some(probe) = Probe::start(meta, kind, site, mode) else {
+    if !recorder::observing() {
+        return (plain(), Hold::NONE);
+    }
+    acquire_observed(meta, kind, site, mode, plain, attempt, wait)
+}
+
+/// Forced inline too: out of line, returning the guard and [`Hold`]
+/// through memory cost the spinlock ~4 ns. What stays inline is small; the
+/// slow parts (a new site, a contended wait) are calls.
+#[inline(always)]
+fn acquire_observed<G>(
+    meta: &Meta,
+    kind: LockKind,
+    site: &'static Location<'static>,
+    mode: Mode,
+    plain: impl FnOnce() -> G,
+    attempt: impl FnOnce() -> Option<G>,
+    wait: impl FnOnce() -> (G, u64, u64),
+) -> (G, Hold) {
+    let Some(probe) = Probe::lookup(meta, kind, site, mode) else {
         return (plain(), Hold::NONE);
     };
+    let start = probe.sample();
     if let Some(g) = attempt() {
-        return (g, probe.acquired_nowait(meta, site));
+        return (g, probe.acquired_nowait_at(meta, site, start));
     }
-    acquire_contended(probe, meta, site, wait)
+    probe.unsample();
+    acquire_contended(probe, meta, site, start, wait)
 }
 
 #[inline(never)]
@@ -263,16 +354,20 @@ fn acquire_contended<G>(
     probe: Probe,
     meta: &Meta,
     site: &'static Location<'static>,
+    early: Option<u64>,
     wait: impl FnOnce() -> (G, u64, u64),
 ) -> (G, Hold) {
-    let waiting = probe.contended(meta);
+    let waiting = match early {
+        Some(start) => probe.contended_since(meta, start),
+        None => probe.contended(meta),
+    };
     let (g, spins, sleeps) = wait();
     let hold = probe.acquired_after_wait(meta, site, waiting, spins, sleeps);
     (g, hold)
 }
 
 /// A single attempt (try-lock): a failure counts as rejected.
-#[inline]
+#[inline(always)]
 pub(crate) fn try_acquire<G>(
     meta: &Meta,
     kind: LockKind,
@@ -280,15 +375,31 @@ pub(crate) fn try_acquire<G>(
     mode: Mode,
     attempt: impl FnOnce() -> Option<G>,
 ) -> Option<(G, Hold)> {
-    let probe = Probe::start(meta, kind, site, mode);
-    match (attempt(), probe) {
-        (Some(g), Some(p)) => Some((g, p.acquired_nowait(meta, site))),
-        (Some(g), None) => Some((g, Hold::NONE)),
-        (None, Some(p)) => {
-            p.rejected();
+    if !recorder::observing() {
+        return attempt().map(|g| (g, Hold::NONE));
+    }
+    try_acquire_observed(meta, kind, site, mode, attempt)
+}
+
+#[inline]
+fn try_acquire_observed<G>(
+    meta: &Meta,
+    kind: LockKind,
+    site: &'static Location<'static>,
+    mode: Mode,
+    attempt: impl FnOnce() -> Option<G>,
+) -> Option<(G, Hold)> {
+    let Some(probe) = Probe::lookup(meta, kind, site, mode) else {
+        return attempt().map(|g| (g, Hold::NONE));
+    };
+    let start = probe.sample();
+    match attempt() {
+        Some(g) => Some((g, probe.acquired_nowait_at(meta, site, start))),
+        None => {
+            probe.unsample();
+            probe.rejected();
             None
         }
-        (None, None) => None,
     }
 }
 
@@ -306,10 +417,15 @@ pub(crate) fn acquire_timed<G>(
     let Some(probe) = Probe::start(meta, kind, site, mode) else {
         return attempt().or_else(|| wait().0).map(|g| (g, Hold::NONE));
     };
+    let start = probe.sample();
     if let Some(g) = attempt() {
-        return Some((g, probe.acquired_nowait(meta, site)));
+        return Some((g, probe.acquired_nowait_at(meta, site, start)));
     }
-    let waiting = probe.contended(meta);
+    probe.unsample();
+    let waiting = match start {
+        Some(start) => probe.contended_since(meta, start),
+        None => probe.contended(meta),
+    };
     match wait() {
         (Some(g), spins, sleeps) => Some((
             g,

@@ -15,9 +15,55 @@ fn mock_layer() -> (lockmeter::LayerBuilder, Arc<quanta::Mock>) {
     (
         Layer::builder()
             .clock(clock)
-            .slow_threshold(Duration::from_millis(10)),
+            .slow_threshold(Duration::from_millis(10))
+            .sample_uncontended_holds(1),
         mock,
     )
+}
+
+#[test]
+fn sampled_uncontended_holds_are_scaled_to_every_hold() {
+    let (clock, mock) = quanta::Clock::mock();
+    let builder = Layer::builder().clock(clock).sample_uncontended_holds(4);
+    let (handle, ()) = observe_with(builder, || {
+        let m = Mutex::named("mock.sampled", ());
+        // Ten uncontended holds at one site: the 1st, 5th and 9th are
+        // timed (2 ms each), the others would have been 1 ms.
+        for i in 0..10u64 {
+            let g = m.lock();
+            let ms = if i % 4 == 0 { 2 } else { 1 };
+            mock.increment(Duration::from_millis(ms));
+            drop(g);
+        }
+        // A successful try-lock is uncontended too, and the first at its
+        // own site: timed.
+        let g = m.try_lock().expect("free");
+        mock.increment(Duration::from_millis(5));
+        drop(g);
+    });
+    let snap = handle.snapshot();
+    assert_eq!(snap.sampling.uncontended_hold_every, 4);
+    let l = lock(&snap, "mock.sampled");
+    let looped = l.sites.iter().find(|s| s.stats.acquisitions == 10);
+    let s = &looped.expect("the loop's site").stats;
+    assert_eq!(s.nowait, 10, "counts stay exact");
+    assert_eq!(s.hold_timed, 3);
+    assert_eq!(s.hold_ns.count, 10, "the sample stands for every hold");
+    assert_eq!(s.hold_ns.total, 20_000_000);
+    assert_eq!((s.hold_ns.min, s.hold_ns.max), (2_000_000, 2_000_000));
+    let t = &l.total;
+    assert_eq!((t.acquisitions, t.hold_timed, t.hold_ns.count), (11, 4, 11));
+    assert_eq!(t.hold_ns.total, 25_000_000);
+    let elapsed = snap.window.elapsed_ns as f64;
+    assert!((t.util_pct - 100.0 * 25e6 / elapsed).abs() < 1e-9);
+}
+
+#[test]
+fn sampling_rates_round_up_to_a_power_of_two() {
+    let (clock, _mock) = quanta::Clock::mock();
+    let builder = Layer::builder().clock(clock).sample_uncontended_holds(5);
+    let (handle, ()) = observe_with(builder, || drop(SpinLock::new(()).lock()));
+    assert_eq!(handle.snapshot().sampling.uncontended_hold_every, 8);
 }
 
 #[test]

@@ -100,6 +100,11 @@ fn title_bar(app: &App) -> Paragraph<'static> {
         spans.push(Span::raw(format!("sort {} {arrow}", app.opts.sort.title())));
         spans.push(sep.clone());
         spans.push(Span::raw(format!("{} locks", snap.locks.len())));
+        let every = snap.sampling.uncontended_hold_every;
+        if every > 1 {
+            spans.push(sep.clone());
+            spans.push(Span::raw(format!("hold 1/{every}")));
+        }
         if snap.dropped_records > 0 {
             spans.push(sep);
             spans.push(Span::styled(

@@ -91,6 +91,10 @@ fn summary(snap: &Snapshot, shown: usize) -> String {
     if shown != snap.locks.len() {
         let _ = write!(s, " ({shown} shown)");
     }
+    let every = snap.sampling.uncontended_hold_every;
+    if every > 1 {
+        let _ = write!(s, "  hold sampled 1/{every} uncontended");
+    }
     if snap.dropped_records > 0 {
         let _ = write!(
             s,

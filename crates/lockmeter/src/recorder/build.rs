@@ -45,6 +45,8 @@ impl SiteRecord {
                 }
             })
             .collect();
+        let (hold_ns, hold_timed) = e.hold_estimate();
+        let (nowait, contended) = (e.nowait.get(), e.contended.get());
         SiteRecord {
             id: key.class.id(),
             kind: key.kind,
@@ -54,14 +56,15 @@ impl SiteRecord {
             mode: key.mode.label(),
             instances: e.instances.get(),
             stats: Stats {
-                acquisitions: e.acquisitions.get(),
-                nowait: e.nowait.get(),
-                contended: e.contended.get(),
+                acquisitions: nowait + contended,
+                nowait,
+                contended,
                 rejected: e.rejected.get(),
                 spins: e.spins.get(),
                 sleeps: e.sleeps.get(),
                 bounces: e.bounces.get(),
-                hold_ns: e.hold.read(),
+                hold_ns,
+                hold_timed,
                 wait_ns: e.wait.read(),
                 waits: e.waits.get(),
                 wake_calls: e.wake_calls.get(),

@@ -36,6 +36,7 @@ impl Counter {
         }
     }
 
+    #[inline]
     pub(crate) fn get(&self) -> u64 {
         self.0.load(Relaxed)
     }
@@ -107,7 +108,10 @@ pub(crate) struct Entry {
     pub(crate) clock: quanta::Clock,
     /// Acquisitions waiting or holding at least this long emit a WARN event.
     pub(crate) slow_ns: u64,
-    pub(crate) acquisitions: Counter,
+    /// `sample_every - 1` for a power-of-two `sample_every`: an uncontended
+    /// acquisition is timed when `eligible & sample_mask == 0`.
+    pub(crate) sample_mask: u64,
+    /// Acquisitions are `nowait + contended`, so they cost no store here.
     pub(crate) nowait: Counter,
     pub(crate) contended: Counter,
     pub(crate) rejected: Counter,
@@ -121,7 +125,13 @@ pub(crate) struct Entry {
     pub(crate) spurious_wakeups: Counter,
     pub(crate) exclusive_wakeups: Counter,
     pub(crate) max_waiters: Counter,
+    /// Uncontended acquisitions whose hold could be timed: the population
+    /// that `hold_sampled` is a sample of.
+    pub(crate) eligible: Counter,
+    /// Holds after a contended acquisition: every one is timed.
     pub(crate) hold: AtomicDist,
+    /// Timed holds of uncontended acquisitions, one in `sample_mask + 1`.
+    pub(crate) hold_sampled: AtomicDist,
     pub(crate) wait: AtomicDist,
     pub(crate) wake_latency: AtomicDist,
     pub(crate) holders: [HolderSlot; HOLDER_SLOTS + 1],
@@ -131,12 +141,17 @@ pub(crate) struct Entry {
 }
 
 impl Entry {
-    pub(crate) fn new(key: SiteKey, clock: quanta::Clock, slow_ns: u64) -> Entry {
+    pub(crate) fn new(
+        key: SiteKey,
+        clock: quanta::Clock,
+        slow_ns: u64,
+        sample_every: u64,
+    ) -> Entry {
         Entry {
             key,
             clock,
             slow_ns,
-            acquisitions: Counter::default(),
+            sample_mask: sample_every.max(1).next_power_of_two() - 1,
             nowait: Counter::default(),
             contended: Counter::default(),
             rejected: Counter::default(),
@@ -150,12 +165,39 @@ impl Entry {
             spurious_wakeups: Counter::default(),
             exclusive_wakeups: Counter::default(),
             max_waiters: Counter::default(),
+            eligible: Counter::default(),
             hold: AtomicDist::new(),
+            hold_sampled: AtomicDist::new(),
             wait: AtomicDist::new(),
             wake_latency: AtomicDist::new(),
             holders: std::array::from_fn(|_| HolderSlot::default()),
             outstanding: Counter::default(),
         }
+    }
+
+    /// Counts an uncontended acquisition; whether its hold is timed. The
+    /// first at each site is, then one in `sample_mask + 1`.
+    #[inline(always)]
+    pub(crate) fn sample_uncontended(&self) -> bool {
+        let seen = self.eligible.get();
+        self.eligible.0.store(seen.wrapping_add(1), Relaxed);
+        seen & self.sample_mask == 0
+    }
+
+    /// Takes back [`Entry::sample_uncontended`] for a hold that will not
+    /// be timed after all (a semaphore `down` keeps no guard).
+    pub(crate) fn unsample_uncontended(&self) {
+        self.eligible.sub(1);
+    }
+
+    /// Every hold: the contended ones, plus the sampled uncontended ones
+    /// scaled to stand for all of them; and how many were timed.
+    pub(crate) fn hold_estimate(&self) -> (lockmeter_model::Dist, u64) {
+        let mut all = self.hold.read();
+        let sampled = self.hold_sampled.read();
+        let timed = all.count + sampled.count;
+        all.merge(&sampled.scaled_to(self.eligible.get()));
+        (all, timed)
     }
 
     /// Charges a contended acquisition's wait to the site that held the lock.

@@ -60,10 +60,23 @@ impl Index {
         (h >> 20) & mask
     }
 
-    #[inline]
+    /// Compares word by word: an array `==` reads the freshly stored key
+    /// back with a 16-byte load spanning two 8-byte stores, which cannot be
+    /// store-forwarded and stalls ~25 cycles (see `docs/performance.md`).
+    #[inline(always)]
+    fn same(a: &[usize; 3], b: &[usize; 3]) -> bool {
+        ((a[0] ^ b[0]) | (a[1] ^ b[1]) | (a[2] ^ b[2])) == 0
+    }
+
+    /// The entry found last, if `key` is its key.
+    #[inline(always)]
+    fn last_hit(&self, key: &[usize; 3]) -> Option<*const Entry> {
+        Self::same(&self.last.0, key).then_some(self.last.1)
+    }
+
     fn get(&mut self, key: &[usize; 3]) -> Option<*const Entry> {
-        if self.last.0 == *key {
-            return Some(self.last.1);
+        if let Some(e) = self.last_hit(key) {
+            return Some(e);
         }
         if self.slots.is_empty() {
             return None;
@@ -72,7 +85,7 @@ impl Index {
         let mut i = Self::hash(key, mask);
         loop {
             let (k, e) = self.slots[i];
-            if k == *key {
+            if Self::same(&k, key) {
                 self.last = (k, e);
                 return Some(e);
             }
@@ -124,28 +137,50 @@ thread_local! {
 ///
 /// The entry lives as long as this thread's slot for the recorder, which
 /// lives until the thread exits (and longer if a guard is still out).
-#[inline]
-pub(crate) fn entry(recorder: *const Recorder, key: &SiteKey) -> Option<*const Entry> {
+#[inline(always)]
+pub(crate) fn entry(
+    recorder: *const Recorder,
+    raw: [usize; 3],
+    key: impl FnOnce() -> SiteKey,
+) -> Option<*const Entry> {
     THREAD
         .try_with(|t| {
             // SAFETY: `slots` is only touched by this thread, and nothing
             // called while the borrow is live re-enters this module.
             let slots = unsafe { &mut *t.slots.get() };
-            let raw = key.raw();
-            let slot = match slots
-                .iter_mut()
-                .position(|s| Arc::as_ptr(&s.recorder) == recorder)
-            {
-                Some(i) => &mut slots[i],
-                None => new_slot(slots)?,
-            };
-            match slot.index.get(&raw) {
-                Some(e) => Some(e),
-                None => new_entry(slot, raw, key),
+            // The common case, kept small enough to inline: this thread's
+            // first recorder, and the site it used last.
+            if let Some(slot) = slots.first() {
+                if Arc::as_ptr(&slot.recorder) == recorder {
+                    if let Some(e) = slot.index.last_hit(&raw) {
+                        return Some(e);
+                    }
+                }
             }
+            find_entry(slots, recorder, raw, &key())
         })
         .ok()
         .flatten()
+}
+
+#[inline(never)]
+fn find_entry(
+    slots: &mut Vec<Slot>,
+    recorder: *const Recorder,
+    raw: [usize; 3],
+    key: &SiteKey,
+) -> Option<*const Entry> {
+    let slot = match slots
+        .iter_mut()
+        .position(|s| Arc::as_ptr(&s.recorder) == recorder)
+    {
+        Some(i) => &mut slots[i],
+        None => new_slot(slots)?,
+    };
+    match slot.index.get(&raw) {
+        Some(e) => Some(e),
+        None => new_entry(slot, raw, key),
+    }
 }
 
 #[cold]
@@ -172,6 +207,7 @@ fn new_entry(slot: &mut Slot, raw: [usize; 3], key: &SiteKey) -> Option<*const E
         *key,
         slot.recorder.clock.clone(),
         slot.recorder.slow_ns,
+        u64::from(slot.recorder.sample_every),
     ));
     let ptr = Arc::as_ptr(&entry);
     entries.push(entry);

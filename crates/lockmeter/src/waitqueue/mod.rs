@@ -555,7 +555,6 @@ impl<'e> WaitStats<'e> {
                 .record(e.clock.delta_as_nanos(self.asleep_from, e.clock.raw()));
         }
         if done {
-            e.acquisitions.add(1);
             if self.slept {
                 e.contended.add(1);
             } else {
