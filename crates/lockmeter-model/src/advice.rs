@@ -17,6 +17,12 @@
 //!    explained by rule 3: few waiters per wake call, but they were woken
 //!    by events they do not wait for. Pass a key to the wake call. (UDP
 //!    TX-completion wakeups, 2009.)
+//!    On the wait queue inside a semaphore (`X.wait`, whose `parent` is
+//!    the semaphore) the same numbers mean something else, so the rule
+//!    reports [`AdvisoryKind::BargedSemaphoreWakeups`]: the woken waiter
+//!    found its permit already taken by a `down` that arrived meanwhile
+//!    (barging). A key would not help; a spinlock for short holds, or
+//!    handing the permit to the woken waiter, would.
 //!
 //! All limits are in [`Thresholds`]; "above" and "below" are strict unless
 //! a field says otherwise.
@@ -85,6 +91,9 @@ pub enum AdvisoryKind {
     WakeAllHerd,
     /// Rule 4: use keyed wakeups.
     UnkeyedSpuriousWakeups,
+    /// Rule 4 on a semaphore's own wait queue: permits are taken by barging
+    /// `down`s before the woken waiter runs.
+    BargedSemaphoreWakeups,
 }
 
 impl AdvisoryKind {
@@ -95,6 +104,7 @@ impl AdvisoryKind {
             AdvisoryKind::HotCriticalSection => "hot_critical_section",
             AdvisoryKind::WakeAllHerd => "wake_all_herd",
             AdvisoryKind::UnkeyedSpuriousWakeups => "unkeyed_spurious_wakeups",
+            AdvisoryKind::BargedSemaphoreWakeups => "barged_semaphore_wakeups",
         }
     }
 }
@@ -148,8 +158,14 @@ pub fn advise_lock(lock: &LockStats, t: &Thresholds) -> Vec<Advisory> {
         out.push(advisory(AdvisoryKind::WakeAllHerd, None, msg.clone()));
     }
     if herd.is_none() {
-        if let Some(msg) = unkeyed_spurious_wakeups(s, t) {
-            out.push(advisory(AdvisoryKind::UnkeyedSpuriousWakeups, None, msg));
+        let in_semaphore = lock.kind == LockKind::Waitqueue && lock.parent.is_some();
+        if let Some(msg) = spurious_wakeups(s, t, in_semaphore) {
+            let kind = if in_semaphore {
+                AdvisoryKind::BargedSemaphoreWakeups
+            } else {
+                AdvisoryKind::UnkeyedSpuriousWakeups
+            };
+            out.push(advisory(kind, None, msg));
         }
     }
     out
@@ -242,14 +258,19 @@ fn wake_all_herd(s: &Stats, t: &Thresholds) -> Option<String> {
 }
 
 /// Rule 4 (the caller checks that rule 3 did not fire).
-fn unkeyed_spurious_wakeups(s: &Stats, t: &Thresholds) -> Option<String> {
+fn spurious_wakeups(s: &Stats, t: &Thresholds, in_semaphore: bool) -> Option<String> {
     let spurious = percent(s.spurious_wakeups, s.wakeups);
     let fires = s.wakeups >= t.min_events && spurious > t.spurious_pct;
+    let why = if in_semaphore {
+        "woken waiters found their permit taken by a down() that came meanwhile (barging); \
+         a key would not help: for short holds use a spinlock, else hand the permit to the woken waiter"
+    } else {
+        "waiters are woken by events they did not ask for: use keyed wakeups"
+    };
     fires.then(|| {
         let per_call = per_call(s).map_or_else(|| "?".to_string(), |p| format!("{p:.1}"));
         format!(
-            "{} of wakeups were spurious ({} of {}, {per_call} waiters per wake call); \
-             waiters are woken by events they did not ask for: use keyed wakeups",
+            "{} of wakeups were spurious ({} of {}, {per_call} waiters per wake call); {why}",
             format_pct(spurious),
             s.spurious_wakeups,
             s.wakeups,

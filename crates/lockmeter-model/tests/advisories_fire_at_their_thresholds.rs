@@ -216,6 +216,23 @@ fn unkeyed_spurious_wakeups_fires_above_its_limit() {
 }
 
 #[test]
+fn spurious_wakeups_inside_a_semaphore_blame_barging_not_keys() {
+    let t = Thresholds::default();
+    let mut l = waitqueue(1000, 1000, 350);
+    l.parent = Some("pipe.sem".to_string());
+    assert_eq!(kinds(&l, &t), [AdvisoryKind::BargedSemaphoreWakeups]);
+    let msg = &advise_lock(&l, &t)[0].message;
+    assert!(
+        msg.contains("35.0%") && msg.contains("barging") && !msg.contains("use keyed"),
+        "{msg}"
+    );
+    // Below the limit it stays quiet, as rule 4 does.
+    let mut quiet = waitqueue(1000, 1000, 200);
+    quiet.parent = Some("pipe.sem".to_string());
+    assert!(kinds(&quiet, &t).is_empty());
+}
+
+#[test]
 fn unkeyed_spurious_wakeups_stays_quiet_just_below() {
     let t = Thresholds::default();
     assert!(kinds(&waitqueue(1000, 1000, 200), &t).is_empty());
