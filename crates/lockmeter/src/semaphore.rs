@@ -7,6 +7,12 @@
 //! (its spinlock, at call sites inside this file and the wait queue) and
 //! `pipe.sem.wait` (sleeps, wake-ups and wake latency). That nesting is what
 //! exposed the cost of a briefly held semaphore in the original Lockmeter.
+//!
+//! Every operation takes the spinlock, as the Linux semaphore does, observed
+//! or not: a profiler must not change the algorithm it measures. The fast
+//! paths (a permit free, nobody asleep) hold the bare spinlock guard; the
+//! wait queue's guard, which collects wake-ups to send after unlocking, is
+//! built only to sleep or to wake.
 
 use std::fmt;
 use std::panic::Location;
@@ -16,8 +22,9 @@ use lockmeter_model::LockKind;
 
 use crate::class::{Class, Mode, Role};
 use crate::meter::{Hold, Meta, Probe};
+use crate::spinlock::SpinLockGuard;
 use crate::sync::loom_const_fn;
-use crate::waitqueue::{Wait, WaitQueue, WakeOrder};
+use crate::waitqueue::{Inner, Wait, WaitQueue, WaitQueueGuard, WakeOrder};
 
 /// A counting semaphore: `down` takes a permit, sleeping until one is free;
 /// `up` returns one and wakes one sleeper.
@@ -76,22 +83,30 @@ impl Semaphore {
 
     /// Takes a permit, sleeping until one is free.
     #[track_caller]
+    #[inline]
     pub fn down(&self) {
-        self.down_recorded(Location::caller()).discard();
+        let site = Location::caller();
+        let probe = Probe::start(&self.meta, LockKind::Semaphore, site, Mode::Exclusive);
+        let mut inner = self.lock_to_take();
+        if take_permit(&mut inner.data) {
+            drop(inner);
+            if let Some(p) = probe {
+                p.acquired_nowait_untimed(&self.meta, site);
+            }
+            return;
+        }
+        self.sleep_for_permit(inner, probe, site).discard();
     }
 
     /// Takes a permit if one is free now; a failure counts in RJECT.
     #[track_caller]
+    #[inline]
     pub fn try_down(&self) -> bool {
-        let probe = Probe::start(
-            &self.meta,
-            LockKind::Semaphore,
-            Location::caller(),
-            Mode::Exclusive,
-        );
-        let taken = take_permit(&mut self.queue.lock());
+        let site = Location::caller();
+        let probe = Probe::start(&self.meta, LockKind::Semaphore, site, Mode::Exclusive);
+        let taken = take_permit(&mut self.lock_to_take().data);
         match (probe, taken) {
-            (Some(p), true) => p.acquired_nowait(&self.meta, Location::caller()).discard(),
+            (Some(p), true) => p.acquired_nowait_untimed(&self.meta, site),
             (Some(p), false) => p.rejected(),
             (None, _) => {}
         }
@@ -103,17 +118,17 @@ impl Semaphore {
     pub fn down_timeout(&self, timeout: Duration) -> bool {
         let site = Location::caller();
         let probe = Probe::start(&self.meta, LockKind::Semaphore, site, Mode::Exclusive);
-        let mut guard = self.queue.lock();
-        if take_permit(&mut guard) {
-            drop(guard);
+        let mut inner = self.lock_to_take();
+        if take_permit(&mut inner.data) {
+            drop(inner);
             if let Some(p) = probe {
-                p.acquired_nowait(&self.meta, site).discard();
+                p.acquired_nowait_untimed(&self.meta, site);
             }
             return true;
         }
         let waiting = probe.as_ref().map(|p| p.contended(&self.meta));
-        let (guard, taken) =
-            guard.wait_event_locked_with(Wait::exclusive().timeout(timeout), take_permit);
+        let (guard, taken) = WaitQueueGuard::from_lock(&self.queue, inner)
+            .wait_event_locked_with(Wait::exclusive().timeout(timeout), take_permit);
         drop(guard);
         if let (Some(p), Some(w)) = (probe, waiting) {
             if taken {
@@ -126,45 +141,69 @@ impl Semaphore {
     }
 
     /// Returns a permit and wakes one sleeper.
+    #[inline]
     pub fn up(&self) {
-        let mut guard = self.queue.lock();
-        *guard += 1;
-        if guard.waiters() > 0 {
-            guard.wake_up_locked();
+        let mut inner = self.queue.lock_plain(); // not #[track_caller]: a site in this file
+        inner.data += 1;
+        if inner.list.len() > 0 {
+            self.wake_sleeper(inner);
         }
     }
 
     /// Takes a permit and returns it when the [`SemaphorePermit`] drops,
-    /// recording the hold time.
+    /// recording the hold time (sampled like any uncontended hold).
     #[track_caller]
+    #[inline]
     pub fn acquire(&self) -> SemaphorePermit<'_> {
-        SemaphorePermit {
-            sem: self,
-            hold: self.down_recorded(Location::caller()),
-        }
+        let site = Location::caller();
+        let probe = Probe::start(&self.meta, LockKind::Semaphore, site, Mode::Exclusive);
+        let mut inner = self.lock_to_take();
+        let hold = if take_permit(&mut inner.data) {
+            drop(inner);
+            probe.map_or(Hold::NONE, |p| p.acquired_nowait(&self.meta, site))
+        } else {
+            self.sleep_for_permit(inner, probe, site)
+        };
+        SemaphorePermit { sem: self, hold }
     }
 
     /// Permits free right now.
     pub fn available(&self) -> usize {
-        *self.queue.lock()
+        self.queue.lock_plain().data
     }
 
-    fn down_recorded(&self, site: &'static Location<'static>) -> Hold {
-        let probe = Probe::start(&self.meta, LockKind::Semaphore, site, Mode::Exclusive);
-        let mut guard = self.queue.lock();
-        if take_permit(&mut guard) {
-            drop(guard);
-            return match probe {
-                Some(p) => p.acquired_nowait(&self.meta, site),
-                None => Hold::NONE,
-            };
-        }
+    /// The spinlock, taken to look for a permit. Not `#[track_caller]`, so
+    /// that the `.lock` row shows this site inside the semaphore rather than
+    /// the caller of `down`.
+    #[inline(always)]
+    fn lock_to_take(&self) -> SpinLockGuard<'_, Inner<usize>> {
+        self.queue.lock_plain()
+    }
+
+    /// The `down` that found no permit: sleeps on the queue (recorded in
+    /// the `.wait` row) until it takes one, and counts as contended.
+    #[inline(never)]
+    fn sleep_for_permit(
+        &self,
+        inner: SpinLockGuard<'_, Inner<usize>>,
+        probe: Option<Probe>,
+        site: &'static Location<'static>,
+    ) -> Hold {
         let waiting = probe.as_ref().map(|p| p.contended(&self.meta));
-        drop(guard.wait_event_exclusive_locked(take_permit));
+        drop(
+            WaitQueueGuard::from_lock(&self.queue, inner).wait_event_exclusive_locked(take_permit),
+        );
         match (probe, waiting) {
             (Some(p), Some(w)) => p.acquired_after_wait(&self.meta, site, w, 0, 1),
             _ => Hold::NONE,
         }
+    }
+
+    /// An `up` that found sleepers: wakes one, after the lock is released.
+    #[cold]
+    #[inline(never)]
+    fn wake_sleeper(&self, inner: SpinLockGuard<'_, Inner<usize>>) {
+        WaitQueueGuard::from_lock(&self.queue, inner).wake_up_locked();
     }
 }
 

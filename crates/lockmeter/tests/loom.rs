@@ -57,6 +57,18 @@ fn semaphore_never_loses_a_permit_or_a_wakeup() {
 }
 
 #[test]
+fn semaphore_up_wakes_a_sleeping_down() {
+    loom::model(|| {
+        let sem = Arc::new(Semaphore::new(0));
+        let s2 = sem.clone();
+        let t = thread::spawn(move || s2.down());
+        sem.up();
+        t.join().unwrap();
+        assert_eq!(sem.available(), 0);
+    });
+}
+
+#[test]
 fn concurrent_wait_and_wake_lose_nothing() {
     loom::model(|| {
         let q = Arc::new(WaitQueue::new());

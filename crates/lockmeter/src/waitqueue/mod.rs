@@ -89,9 +89,9 @@ impl Wait {
     }
 }
 
-struct Inner<T> {
-    list: WaitList,
-    data: T,
+pub(crate) struct Inner<T> {
+    pub(crate) list: WaitList,
+    pub(crate) data: T,
 }
 
 /// A Linux-style wait queue whose lock can also guard data `T`.
@@ -307,6 +307,17 @@ impl<T> WaitQueue<T> {
         WaitQueueGuard::new(self, self.inner.lock())
     }
 
+    /// The queue's lock without a [`WaitQueueGuard`] around it: for fast
+    /// paths that neither wait nor wake (a semaphore with a permit free).
+    /// The guard, with its list of pending wake-ups, is 64 bytes that such
+    /// a path would only copy around; [`WaitQueueGuard::from_lock`] makes
+    /// one when it is needed after all.
+    #[track_caller]
+    #[inline]
+    pub(crate) fn lock_plain(&self) -> SpinLockGuard<'_, Inner<T>> {
+        self.inner.lock()
+    }
+
     /// Waiters queued right now.
     #[track_caller]
     pub fn waiters(&self) -> usize {
@@ -362,6 +373,11 @@ impl<T> Drop for WaitQueueGuard<'_, T> {
 }
 
 impl<'a, T> WaitQueueGuard<'a, T> {
+    /// Wraps a lock taken with [`WaitQueue::lock_plain`] on `queue`.
+    pub(crate) fn from_lock(queue: &'a WaitQueue<T>, inner: SpinLockGuard<'a, Inner<T>>) -> Self {
+        WaitQueueGuard::new(queue, inner)
+    }
+
     fn new(queue: &'a WaitQueue<T>, inner: SpinLockGuard<'a, Inner<T>>) -> Self {
         WaitQueueGuard {
             queue,
