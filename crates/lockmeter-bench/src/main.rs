@@ -16,7 +16,6 @@ mod breakdown;
 mod contended;
 mod measure;
 mod memory;
-mod replica;
 mod report;
 mod snapshot;
 mod uncontended;
@@ -42,7 +41,7 @@ struct Args {
     #[arg(long)]
     json: bool,
     /// Run only these steps (comma-separated): unobserved, components,
-    /// ladder, observed, contended, memory, waitqueue, snapshot.
+    /// observed, modes, contended, memory, waitqueue, snapshot.
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
 }
@@ -74,8 +73,8 @@ fn main() {
         eprintln!("could not install the lockmeter layer globally: {e}; observed rows skipped");
     } else {
         step("components", &mut || breakdown::components(&cfg));
-        step("ladder", &mut || breakdown::ladder(&cfg));
         step("observed", &mut || uncontended::rows(&cfg, Phase::Observed));
+        step("modes", &mut || uncontended::mode_rows(&cfg));
         step("contended", &mut || contended::rows(&cfg, &handle));
         step("memory", &mut memory::rows);
         step("waitqueue", &mut || waitqueue::rows(&cfg));

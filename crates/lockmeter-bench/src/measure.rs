@@ -136,33 +136,6 @@ pub fn ns_pair(cfg: &Config, mut bare: impl FnMut(u64), mut instrumented: impl F
     )
 }
 
-/// Medians of several figures measured round-robin, `reps` rounds; the
-/// ratios are each figure's median per-round ratio to the first figure.
-pub fn round_robin(reps: usize, figures: &mut [&mut dyn FnMut() -> f64]) -> Vec<Pair> {
-    let mut seen: Vec<Vec<f64>> = vec![Vec::with_capacity(reps); figures.len()];
-    let mut ratios: Vec<Vec<f64>> = vec![Vec::with_capacity(reps); figures.len()];
-    for _ in 0..reps.max(1) {
-        let mut first = f64::NAN;
-        for (i, f) in figures.iter_mut().enumerate() {
-            let x = f();
-            if i == 0 {
-                first = x;
-            }
-            seen[i].push(x);
-            ratios[i].push(x / first);
-        }
-    }
-    let base = median(seen.first().map_or(&[][..], |v| &v[..]));
-    seen.iter()
-        .zip(&ratios)
-        .map(|(s, r)| Pair {
-            bare: base,
-            instrumented: median(s),
-            ratio: median(r),
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -196,18 +169,5 @@ mod tests {
         assert_eq!(p.bare, 2.0);
         assert_eq!(p.instrumented, 10.0);
         assert_eq!(p.ratio, 5.0);
-    }
-
-    #[test]
-    fn round_robin_reports_each_figure_against_the_first() {
-        let mut a = || 2.0;
-        let mut b = || 3.0;
-        let mut c = || 8.0;
-        let pairs = round_robin(3, &mut [&mut a, &mut b, &mut c]);
-        assert_eq!(pairs.len(), 3);
-        assert_eq!(pairs[0].ratio, 1.0);
-        assert_eq!(pairs[1].bare, 2.0);
-        assert_eq!(pairs[1].instrumented, 3.0);
-        assert_eq!(pairs[2].ratio, 4.0);
     }
 }

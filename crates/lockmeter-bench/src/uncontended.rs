@@ -55,6 +55,56 @@ pub fn rows(cfg: &Config, phase: Phase) -> Vec<Row> {
     ]
 }
 
+/// What the other ways of observing cost, SpinLock and Mutex: the layer in
+/// a scoped dispatcher (`with_default`: tracing's downcast on every
+/// acquisition), with the default sampling and with every hold timed
+/// (`sample_uncontended_holds(1)`: two clock reads per acquisition).
+/// Compared with the `observed` rows (global dispatcher, default sampling),
+/// the differences are the price of each choice.
+pub fn mode_rows(cfg: &Config) -> Vec<Row> {
+    use tracing_subscriber::prelude::*;
+
+    let mut rows = Vec::new();
+    for (key, label, every) in [
+        (
+            "scoped",
+            "observed, scoped dispatcher",
+            lockmeter::DEFAULT_HOLD_SAMPLING,
+        ),
+        (
+            "scoped_every_hold_timed",
+            "observed, scoped dispatcher, every hold timed",
+            1,
+        ),
+    ] {
+        let layer = lockmeter::Layer::builder()
+            .sample_uncontended_holds(every)
+            .build();
+        let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(layer));
+        tracing::dispatcher::with_default(&dispatch, || {
+            for (what, name, pair) in [
+                (
+                    "spinlock",
+                    "SpinLock",
+                    spinlock as fn(&Config) -> crate::measure::Pair,
+                ),
+                ("mutex", "Mutex", mutex),
+            ] {
+                rows.push(
+                    Row::new(
+                        &format!("uncontended_{key}_{what}"),
+                        &format!("uncontended {label}, {name}"),
+                        Unit::NsPerOp,
+                        Goal::Info,
+                    )
+                    .with_pair(pair(cfg)),
+                );
+            }
+        });
+    }
+    rows
+}
+
 fn spinlock(cfg: &Config) -> crate::measure::Pair {
     let bare = BareSpinLock::new(0u64);
     let inst = lockmeter::SpinLock::named("bench.spinlock", 0u64);
