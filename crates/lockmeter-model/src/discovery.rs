@@ -350,6 +350,14 @@ mod tests {
         let dir = private_dir("unbound");
         let path = dir.join(format!("{}.sock", std::process::id()));
         drop(UnixListener::bind(&path).unwrap());
+        // A child forked by a concurrent test (`dead_pid`) holds a copy of
+        // the listener until it execs: wait for the kernel to let it go.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while bound_unix_paths().is_some_and(|b| b.contains(&path))
+            && std::time::Instant::now() < deadline
+        {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
         assert!(list_endpoints_in(&dir).is_empty());
         assert!(path.exists());
         fs::remove_dir_all(&dir).unwrap();

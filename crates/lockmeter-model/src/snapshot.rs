@@ -1,5 +1,8 @@
 //! The v1 snapshot: one process, one measurement window, every lock class.
 
+use std::collections::HashMap;
+use std::hash::Hash;
+
 use serde::{Deserialize, Serialize};
 
 use crate::Dist;
@@ -261,8 +264,12 @@ impl Snapshot {
     /// bounded by the buckets that changed. `max_waiters` and `instances`
     /// keep the later (cumulative) value.
     pub fn since(&self, earlier: &Snapshot) -> Snapshot {
-        let mut out = self.clone();
-        out.window = Window {
+        self.clone().into_since(earlier)
+    }
+
+    /// [`Snapshot::since`], reusing `self` rather than copying it.
+    pub fn into_since(mut self, earlier: &Snapshot) -> Snapshot {
+        self.window = Window {
             start_unix_ns: earlier.window.end_unix_ns,
             end_unix_ns: self.window.end_unix_ns,
             elapsed_ns: self
@@ -270,32 +277,86 @@ impl Snapshot {
                 .elapsed_ns
                 .saturating_sub(earlier.window.elapsed_ns),
         };
-        out.dropped_records = self.dropped_records.saturating_sub(earlier.dropped_records);
-        for lock in &mut out.locks {
-            let Some(before) = earlier.lock(&lock.id) else {
-                lock.refresh_derived(out.window.elapsed_ns);
+        self.dropped_records = self.dropped_records.saturating_sub(earlier.dropped_records);
+        let elapsed_ns = self.window.elapsed_ns;
+        // Each lock, site and holder subtracts the first earlier one with
+        // its id (any kind, like `Snapshot::lock`), its (site, mode), its
+        // site: not by a linear search, as there may be thousands.
+        let before_locks = FirstIndex::new(&earlier.locks, |l| l.id.as_str());
+        for (i, lock) in self.locks.iter_mut().enumerate() {
+            let Some(before) = before_locks.get(&earlier.locks, &lock.id.as_str(), i) else {
+                lock.refresh_derived(elapsed_ns);
                 continue;
             };
             lock.total.subtract(&before.total);
-            for site in &mut lock.sites {
-                if let Some(b) = before
-                    .sites
-                    .iter()
-                    .find(|s| s.site == site.site && s.mode == site.mode)
-                {
+            let sites = FirstIndex::new(&before.sites, |s| (s.site.as_str(), s.mode.as_deref()));
+            for (i, site) in lock.sites.iter_mut().enumerate() {
+                let key = (site.site.as_str(), site.mode.as_deref());
+                if let Some(b) = sites.get(&before.sites, &key, i) {
                     site.stats.subtract(&b.stats);
                 }
             }
-            for holder in &mut lock.holders {
-                if let Some(b) = before.holders.iter().find(|h| h.site == holder.site) {
+            let holders = FirstIndex::new(&before.holders, |h| h.site.as_str());
+            for (i, holder) in lock.holders.iter_mut().enumerate() {
+                if let Some(b) = holders.get(&before.holders, &holder.site.as_str(), i) {
                     holder.contended = holder.contended.saturating_sub(b.contended);
                     holder.wait_ns_total = holder.wait_ns_total.saturating_sub(b.wait_ns_total);
                 }
             }
             lock.holders.retain(|h| h.contended > 0);
-            lock.refresh_derived(out.window.elapsed_ns);
+            lock.refresh_derived(elapsed_ns);
         }
-        out
+        self
+    }
+}
+
+/// Finds the first item of a slice with a given key: by a linear search
+/// in short slices; by position or binary search in slices sorted by
+/// that key without repeats (as a recorder writes sites); else through a
+/// hash index built once.
+struct FirstIndex<'a, T, K> {
+    key: fn(&'a T) -> K,
+    how: Search<K>,
+}
+
+enum Search<K> {
+    Linear,
+    Sorted,
+    Hashed(HashMap<K, usize>),
+}
+
+impl<'a, T, K: Ord + Hash> FirstIndex<'a, T, K> {
+    /// Up to this many items a linear search is cheaper than an index.
+    const LINEAR: usize = 8;
+
+    fn new(items: &'a [T], key: fn(&'a T) -> K) -> Self {
+        let how = if items.len() <= Self::LINEAR {
+            Search::Linear
+        } else if items.windows(2).all(|w| key(&w[0]) < key(&w[1])) {
+            Search::Sorted
+        } else {
+            let mut index = HashMap::with_capacity(items.len());
+            for (i, item) in items.iter().enumerate() {
+                index.entry(key(item)).or_insert(i);
+            }
+            Search::Hashed(index)
+        };
+        FirstIndex { key, how }
+    }
+
+    /// The first item with `key`; `hint` is where it probably is.
+    fn get(&self, items: &'a [T], key: &K, hint: usize) -> Option<&'a T> {
+        match &self.how {
+            Search::Linear => items.iter().find(|item| (self.key)(item) == *key),
+            Search::Sorted => match items.get(hint) {
+                Some(item) if (self.key)(item) == *key => Some(item),
+                _ => (items
+                    .binary_search_by(|item| (self.key)(item).cmp(key))
+                    .ok())
+                .map(|i| &items[i]),
+            },
+            Search::Hashed(index) => index.get(key).map(|&i| &items[i]),
+        }
     }
 }
 
@@ -332,5 +393,144 @@ impl Stats {
             .exclusive_wakeups
             .saturating_sub(earlier.exclusive_wakeups);
         self.wake_latency_ns.subtract(&earlier.wake_latency_ns);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dist::{bucket_index, BUCKETS};
+
+    /// `since` as a linear search per lock, site and holder.
+    fn linear_since(later: &Snapshot, earlier: &Snapshot) -> Snapshot {
+        let mut out = later.clone();
+        out.window = Window {
+            start_unix_ns: earlier.window.end_unix_ns,
+            end_unix_ns: later.window.end_unix_ns,
+            elapsed_ns: (later.window.elapsed_ns).saturating_sub(earlier.window.elapsed_ns),
+        };
+        out.dropped_records = later
+            .dropped_records
+            .saturating_sub(earlier.dropped_records);
+        for lock in &mut out.locks {
+            let Some(before) = earlier.lock(&lock.id) else {
+                lock.refresh_derived(out.window.elapsed_ns);
+                continue;
+            };
+            lock.total.subtract(&before.total);
+            for site in &mut lock.sites {
+                let same = |s: &&SiteStats| s.site == site.site && s.mode == site.mode;
+                if let Some(b) = before.sites.iter().find(same) {
+                    site.stats.subtract(&b.stats);
+                }
+            }
+            for holder in &mut lock.holders {
+                if let Some(b) = before.holders.iter().find(|h| h.site == holder.site) {
+                    holder.contended = holder.contended.saturating_sub(b.contended);
+                    holder.wait_ns_total = holder.wait_ns_total.saturating_sub(b.wait_ns_total);
+                }
+            }
+            lock.holders.retain(|h| h.contended > 0);
+            lock.refresh_derived(out.window.elapsed_ns);
+        }
+        out
+    }
+
+    struct Rng(u64);
+
+    impl Rng {
+        fn below(&mut self, n: u64) -> u64 {
+            self.0 = self
+                .0
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (self.0 >> 33) % n.max(1)
+        }
+    }
+
+    fn stats(rng: &mut Rng, scale: u64) -> Stats {
+        let mut counts = vec![0u64; BUCKETS];
+        let (mut count, mut total, mut min, mut max) = (0, 0, u64::MAX, 0);
+        for _ in 0..rng.below(6) {
+            let bits = rng.below(30);
+            let v = rng.below(1 << bits);
+            let c = 1 + rng.below(scale);
+            counts[bucket_index(v)] += c;
+            (count, total, min, max) = (count + c, total + v * c, min.min(v), max.max(v));
+        }
+        let acquisitions = rng.below(100 * scale);
+        Stats {
+            acquisitions,
+            contended: acquisitions / 3,
+            spins: rng.below(1000 * scale),
+            max_waiters: rng.below(9),
+            wait_ns: Dist::from_buckets(&counts, count, total, min, max),
+            ..Stats::default()
+        }
+    }
+
+    /// Locks with repeated ids, sites and holders, so that "the first
+    /// one" matters, and enough of them to need an index.
+    fn snapshot(rng: &mut Rng, scale: u64, elapsed_ns: u64) -> Snapshot {
+        let mut snap = Snapshot::empty(ProcessInfo::default(), "mock");
+        snap.window.elapsed_ns = elapsed_ns;
+        snap.window.end_unix_ns = elapsed_ns + 7;
+        snap.dropped_records = rng.below(3 * scale);
+        let kinds = [LockKind::Mutex, LockKind::Rwlock];
+        for _ in 0..rng.below(12) {
+            let id = format!("lock{}", rng.below(6));
+            let sites = (0..rng.below(30))
+                .map(|_| SiteStats {
+                    site: format!("src/a.rs:{}:5", rng.below(25)),
+                    mode: [None, Some("read".to_string())][rng.below(2) as usize].clone(),
+                    stats: stats(rng, scale),
+                })
+                .collect();
+            let holders = (0..rng.below(20))
+                .map(|_| Holder {
+                    site: format!("src/b.rs:{}:9", rng.below(15)),
+                    contended: rng.below(10 * scale),
+                    wait_ns_total: rng.below(1000 * scale),
+                })
+                .collect();
+            snap.locks.push(LockStats {
+                name: id.clone(),
+                id,
+                kind: kinds[rng.below(2) as usize],
+                created_at: "src/c.rs:1:1".to_string(),
+                instances: rng.below(4),
+                parent: None,
+                total: stats(rng, 20 * scale),
+                sites,
+                holders,
+            });
+        }
+        snap
+    }
+
+    #[test]
+    fn since_equals_a_linear_search() {
+        for seed in 0..200 {
+            let mut rng = Rng(seed);
+            let mut earlier = snapshot(&mut rng, 1, 1_000);
+            let mut later = snapshot(&mut rng, 3, 5_000);
+            if seed % 2 == 0 {
+                // As a recorder writes them: sites sorted, without repeats.
+                for lock in earlier.locks.iter_mut().chain(&mut later.locks) {
+                    lock.sites
+                        .sort_by(|a, b| (&a.site, &a.mode).cmp(&(&b.site, &b.mode)));
+                    lock.sites
+                        .dedup_by(|a, b| (&a.site, &a.mode) == (&b.site, &b.mode));
+                }
+            }
+            let want = linear_since(&later, &earlier);
+            assert_eq!(later.since(&earlier), want, "seed {seed}");
+            assert_eq!(later.clone().into_since(&earlier), want, "seed {seed}");
+            assert_eq!(
+                later.since(&later),
+                linear_since(&later, &later),
+                "seed {seed}"
+            );
+        }
     }
 }

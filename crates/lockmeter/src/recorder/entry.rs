@@ -79,14 +79,15 @@ impl AtomicDist {
         if count == 0 {
             return lockmeter_model::Dist::default();
         }
-        let counts: Vec<u64> = self.buckets.iter().map(Counter::get).collect();
-        lockmeter_model::Dist::from_buckets(
-            &counts,
-            count,
-            self.total.get(),
-            self.min.load(Relaxed),
-            self.max.get(),
-        )
+        // Every value lies between min and max: only their buckets can be
+        // non-empty (read first, so a racing record is at worst missed).
+        let (min, max) = (self.min.load(Relaxed), self.max.get());
+        let (lo, hi) = (bucket_index(min.min(max)), bucket_index(max));
+        let mut counts = [0u64; BUCKETS];
+        for (count, bucket) in counts[lo..=hi].iter_mut().zip(&self.buckets[lo..=hi]) {
+            *count = bucket.get();
+        }
+        lockmeter_model::Dist::from_buckets(&counts, count, self.total.get(), min, max)
     }
 }
 
@@ -196,7 +197,17 @@ impl Entry {
         let mut all = self.hold.read();
         let sampled = self.hold_sampled.read();
         let timed = all.count + sampled.count;
-        all.merge(&sampled.scaled_to(self.eligible.get()));
+        let eligible = self.eligible.get();
+        let sampled = if eligible > sampled.count {
+            sampled.scaled_to(eligible)
+        } else {
+            sampled
+        };
+        if all.count == 0 && all.buckets.is_empty() {
+            // Merging into nothing would copy `sampled` as it is.
+            return (sampled, timed);
+        }
+        all.merge(&sampled);
         (all, timed)
     }
 

@@ -10,7 +10,6 @@ pub(crate) mod entry;
 pub(crate) mod shard;
 
 use std::cell::Cell;
-use std::collections::HashMap;
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -19,7 +18,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use lockmeter_model::{ProcessInfo, Snapshot};
 use tracing::Dispatch;
 
-use self::build::SiteRecord;
+use self::build::{FastMap, Grouper, KeyCache, Names, RecordKey, SiteRecord};
 use self::shard::Shard;
 use crate::Layer;
 
@@ -142,7 +141,11 @@ pub(crate) struct Recorder {
 struct State {
     live: Vec<Arc<Shard>>,
     /// Counts of exited threads, one record per (class, site, mode).
-    retired: HashMap<(String, &'static str, String, Option<&'static str>), SiteRecord>,
+    retired: FastMap<RecordKey, SiteRecord>,
+    /// The text of every class and site seen, made once.
+    names: Names,
+    /// The keys of live entries, read once.
+    keys: KeyCache,
 }
 
 impl Recorder {
@@ -175,9 +178,10 @@ impl Recorder {
     /// critical section so a snapshot sees it exactly once.
     pub(crate) fn retire(&self, shard: &Arc<Shard>) {
         let mut state = self.state();
+        let state = &mut *state;
         let entries = shard.entries.lock().unwrap_or_else(|e| e.into_inner());
         for entry in entries.iter() {
-            let record = SiteRecord::from_entry(entry);
+            let record = SiteRecord::from_entry(entry, &mut state.names);
             match state.retired.entry(record.merge_key()) {
                 std::collections::hash_map::Entry::Occupied(mut o) => o.get_mut().merge(&record),
                 std::collections::hash_map::Entry::Vacant(v) => {
@@ -187,6 +191,7 @@ impl Recorder {
         }
         drop(entries);
         state.live.retain(|s| !Arc::ptr_eq(s, shard));
+        state.keys.forget(shard);
     }
 
     pub(crate) fn count_dropped(&self) {
@@ -195,15 +200,32 @@ impl Recorder {
 
     /// Everything recorded since the recorder was created.
     pub(crate) fn cumulative(&self) -> Snapshot {
-        let (records, elapsed) = {
-            let state = self.state();
+        let (locks, elapsed) = {
+            let mut state = self.state();
+            let state = &mut *state;
             let elapsed = self.clock.now().duration_since(self.start).as_nanos() as u64;
-            let mut records: Vec<SiteRecord> = state.retired.values().cloned().collect();
-            for shard in &state.live {
-                let entries = shard.entries.lock().unwrap_or_else(|e| e.into_inner());
-                records.extend(entries.iter().map(|e| SiteRecord::from_entry(e)));
+            // Both passes must see the same entries: hold every shard.
+            let shards: Vec<_> = state
+                .live
+                .iter()
+                .map(|s| s.entries.lock().unwrap_or_else(|e| e.into_inner()))
+                .collect();
+            let mut grouper = Grouper::default();
+            for record in state.retired.values() {
+                grouper.key_record(record);
             }
-            (records, elapsed)
+            for (shard, entries) in state.live.iter().zip(&shards) {
+                grouper.key_shard(shard, entries, &mut state.keys, &mut state.names);
+            }
+            grouper.layout(&mut state.names);
+            for record in state.retired.values() {
+                grouper.fill_record(record);
+            }
+            for entry in shards.iter().flat_map(|s| s.iter()) {
+                grouper.fill_entry(entry, &mut state.names);
+            }
+            drop(shards);
+            (grouper.finish(&mut state.names, elapsed), elapsed)
         };
         let mut snap = Snapshot::empty(self.process.clone(), self.clock_name);
         snap.window.start_unix_ns = self.start_unix_ns;
@@ -211,7 +233,7 @@ impl Recorder {
         snap.window.elapsed_ns = elapsed;
         snap.dropped_records = self.dropped.load(Relaxed);
         snap.sampling.uncontended_hold_every = self.sample_every;
-        snap.locks = build::group(records, elapsed);
+        snap.locks = locks;
         snap
     }
 
@@ -219,7 +241,7 @@ impl Recorder {
     pub(crate) fn snapshot(&self) -> Snapshot {
         let now = self.cumulative();
         match &*self.baseline.lock().unwrap_or_else(|e| e.into_inner()) {
-            Some(base) => now.since(base),
+            Some(base) => now.into_since(base),
             None => now,
         }
     }
