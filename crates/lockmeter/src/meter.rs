@@ -160,6 +160,7 @@ impl Probe {
                     start,
                     wait_ns: 0,
                     sampled: true,
+                    waited_behind: None,
                 }
             }
         }
@@ -192,11 +193,13 @@ impl Probe {
         let e = self.entry();
         let now = e.clock.raw();
         let wait_ns = e.clock.delta_as_nanos(waiting.start, now);
+        // Only counts here, inside the critical section: the wait time and
+        // its holder are recorded when the hold ends, after the unlock
+        // (see `Hold::release`). Slower bookkeeping under a lock that is
+        // already contended lengthens every hold and feeds the convoy.
         e.contended.add(1);
         e.spins.add(spins);
         e.sleeps.add(sleeps);
-        e.wait.record(wait_ns);
-        e.record_holder(waiting.holder, wait_ns);
         self.note_owner(meta, site);
         e.outstanding.add(1);
         Hold {
@@ -204,6 +207,7 @@ impl Probe {
             start: now,
             wait_ns,
             sampled: false,
+            waited_behind: Some(waiting.holder),
         }
     }
 
@@ -249,6 +253,9 @@ pub(crate) struct Hold {
     wait_ns: u64,
     /// An uncontended hold timed as one of a sample.
     sampled: bool,
+    /// For a contended acquisition, the site that held the lock when the
+    /// wait began (null if unknown): the wait is recorded with the hold.
+    waited_behind: Option<*mut Location<'static>>,
 }
 
 impl Hold {
@@ -258,6 +265,7 @@ impl Hold {
         start: 0,
         wait_ns: 0,
         sampled: false,
+        waited_behind: None,
     };
 
     /// Ends a hold without timing it (a semaphore `down` without a permit).
@@ -268,7 +276,18 @@ impl Hold {
             if self.sampled {
                 e.unsample_uncontended();
             }
+            self.record_wait(e);
             e.outstanding.sub(1);
+        }
+    }
+
+    /// Records the wait of a contended acquisition and charges it to the
+    /// site that held the lock.
+    #[inline]
+    fn record_wait(&self, e: &Entry) {
+        if let Some(holder) = self.waited_behind {
+            e.wait.record(self.wait_ns);
+            e.record_holder(holder, self.wait_ns);
         }
     }
 
@@ -296,6 +315,7 @@ impl Hold {
         } else {
             e.hold.record(hold_ns);
         }
+        self.record_wait(e);
         e.outstanding.sub(1);
         if hold_ns >= e.slow_ns || self.wait_ns >= e.slow_ns {
             slow::report(e, self.wait_ns, hold_ns);
