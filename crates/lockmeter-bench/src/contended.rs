@@ -19,6 +19,15 @@ use crate::bare::BareSpinLock;
 use crate::measure::{interleave, Config};
 use crate::report::{Goal, Row, Unit};
 
+/// A value on cache lines of its own (128 bytes: adjacent-line prefetch
+/// pairs lines). The locks and the loop's flags are placed this way so a
+/// row measures the lock, not where ASLR happened to put it: unaligned, a
+/// 72-byte lockmeter lock may span two lines and a flag may share a line
+/// with a lock, which made the `work` rows of one binary come out at 0.4
+/// or at 0.9 from one process to the next.
+#[repr(align(128))]
+struct Aligned<T>(T);
+
 /// Rounds of the local-work loop between acquisitions in the `work` mix.
 const WORK_ROUNDS: u64 = 64;
 
@@ -38,12 +47,13 @@ fn local_work(rounds: u64, seed: u64) -> u64 {
 /// Million acquisitions per second of `op` run by `threads` threads for
 /// the configured window, `work` rounds of local work between them.
 fn throughput(cfg: &Config, threads: usize, work: u64, op: &(impl Fn() + Sync)) -> f64 {
-    let stop = AtomicBool::new(false);
-    let total = AtomicU64::new(0);
+    let stop = Box::new(Aligned(AtomicBool::new(false)));
+    let total = Box::new(Aligned(AtomicU64::new(0)));
     let start = Barrier::new(threads + 1);
+    let (stop, total) = (&stop.0, &total.0);
     let elapsed = std::thread::scope(|s| {
         for t in 0..threads {
-            let (stop, total, start) = (&stop, &total, &start);
+            let start = &start;
             s.spawn(move || {
                 start.wait();
                 let mut n = 0u64;
@@ -118,8 +128,12 @@ pub fn rows(cfg: &Config, handle: &lockmeter::Handle) -> Vec<Row> {
         ("work", WORK_ROUNDS, Goal::RatioAtLeast(0.80)),
     ] {
         for threads in [2, 8] {
-            let bare = parking_lot::Mutex::new(0u64);
-            let inst = lockmeter::Mutex::named("bench.contended.mutex", 0u64);
+            let bare = Box::new(Aligned(parking_lot::Mutex::new(0u64)));
+            let inst = Box::new(Aligned(lockmeter::Mutex::named(
+                "bench.contended.mutex",
+                0u64,
+            )));
+            let (bare, inst) = (&bare.0, &inst.0);
             let before = counted(handle, "bench.contended.mutex");
             let pair = interleave(
                 cfg.contended_reps,
@@ -136,8 +150,12 @@ pub fn rows(cfg: &Config, handle: &lockmeter::Handle) -> Vec<Row> {
                 .with_pair(pair)
                 .note(contention_note(handle, "bench.contended.mutex", before)),
             );
-            let bare = BareSpinLock::new(0u64);
-            let inst = lockmeter::SpinLock::named("bench.contended.spinlock", 0u64);
+            let bare = Box::new(Aligned(BareSpinLock::new(0u64)));
+            let inst = Box::new(Aligned(lockmeter::SpinLock::named(
+                "bench.contended.spinlock",
+                0u64,
+            )));
+            let (bare, inst) = (&bare.0, &inst.0);
             let before = counted(handle, "bench.contended.spinlock");
             let pair = interleave(
                 cfg.contended_reps,

@@ -26,14 +26,18 @@ use crate::slow;
 /// Per-instance metering state, embedded in every instrumented lock.
 /// Touched only while observed; the fields sit next to the lock word, on a
 /// cache line the acquiring thread owns anyway.
+///
+/// `repr(C)`, written-on-every-acquisition fields first: placed right after
+/// the lock word, they share its cache line; the read-only class follows.
+#[repr(C)]
 pub(crate) struct Meta {
-    pub(crate) class: Class,
     /// The call site of the current (or last) holder.
     holder: AtomicPtr<Location<'static>>,
     /// A token of the thread that acquired last, for `bounces`.
     owner: AtomicUsize,
     /// The address of the recorder that counted this instance, for `instances`.
     seen: AtomicU64,
+    pub(crate) class: Class,
 }
 
 impl Meta {

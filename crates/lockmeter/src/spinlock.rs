@@ -29,6 +29,10 @@ use crate::sync::{loom_const_fn, AtomicBool, Ordering};
 /// assert_eq!(*COUNTER.lock(), 1);
 /// assert!(COUNTER.try_lock().is_some());
 /// ```
+///
+/// `repr(C)`: the lock word first, then the fields written on every
+/// acquisition, on one cache line with it.
+#[repr(C)]
 pub struct SpinLock<T: ?Sized> {
     locked: AtomicBool,
     meta: Meta,
