@@ -1,0 +1,84 @@
+//! The layer installed as the global default subscriber, as programs do it
+//! (`.init()`): every thread records into it, counts stay exact, and a
+//! thread that sets a scoped subscriber of its own is not recorded into the
+//! global layer (the remembered global dispatcher must not leak into
+//! scopes). One test per binary: the global subscriber can be set once.
+
+mod common;
+
+use std::sync::{Arc, Barrier};
+
+use common::lock;
+use lockmeter::{Mutex, Semaphore, SpinLock};
+use tracing_subscriber::prelude::*;
+
+const THREADS: usize = 4;
+const ROUNDS: u64 = 20_000;
+
+#[test]
+fn every_thread_records_into_the_global_layer_and_scopes_stay_apart() {
+    let layer = lockmeter::Layer::new();
+    let global = layer.handle();
+    tracing::subscriber::set_global_default(tracing_subscriber::registry().with(layer))
+        .expect("no global subscriber yet in this test binary");
+
+    let spin = Arc::new(SpinLock::named("global.spin", 0u64));
+    let mutex = Arc::new(Mutex::named("global.mutex", 0u64));
+    let sem = Arc::new(Semaphore::named("global.sem", 2));
+    let start = Arc::new(Barrier::new(THREADS));
+    let workers: Vec<_> = (0..THREADS)
+        .map(|_| {
+            let (spin, mutex, sem, start) =
+                (spin.clone(), mutex.clone(), sem.clone(), start.clone());
+            std::thread::spawn(move || {
+                start.wait();
+                for _ in 0..ROUNDS {
+                    *spin.lock() += 1;
+                    *mutex.lock() += 1;
+                    sem.down();
+                    sem.up();
+                }
+            })
+        })
+        .collect();
+    workers.into_iter().for_each(|w| w.join().unwrap());
+
+    // A thread under a scoped subscriber with a layer of its own records
+    // there, and not into the global layer.
+    let scoped_layer = lockmeter::Layer::new();
+    let scoped = scoped_layer.handle();
+    let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(scoped_layer));
+    let spin2 = spin.clone();
+    std::thread::spawn(move || {
+        tracing::dispatcher::with_default(&dispatch, || {
+            for _ in 0..100 {
+                *spin2.lock() += 1;
+            }
+        })
+    })
+    .join()
+    .unwrap();
+    // And a thread under a scoped subscriber without lockmeter records
+    // nowhere.
+    let spin3 = spin.clone();
+    std::thread::spawn(move || {
+        let plain = tracing::Dispatch::new(tracing_subscriber::registry());
+        tracing::dispatcher::with_default(&plain, || {
+            for _ in 0..10 {
+                *spin3.lock() += 1;
+            }
+        })
+    })
+    .join()
+    .unwrap();
+
+    let all = THREADS as u64 * ROUNDS;
+    let snap = global.snapshot();
+    assert_eq!(lock(&snap, "global.spin").total.acquisitions, all);
+    assert_eq!(lock(&snap, "global.mutex").total.acquisitions, all);
+    assert_eq!(lock(&snap, "global.sem").total.acquisitions, all);
+    assert_eq!(*spin.lock(), all + 110, "the data saw every acquisition");
+    let scoped_snap = scoped.snapshot();
+    assert_eq!(lock(&scoped_snap, "global.spin").total.acquisitions, 100);
+    assert!(scoped_snap.lock("global.mutex").is_none());
+}
