@@ -39,6 +39,9 @@ pub struct SideInfo {
     pub window: Window,
     pub clock: String,
     pub dropped_records: u64,
+    /// How hold times were sampled on this side; hold figures of two sides
+    /// sampled differently compare estimates of different precision.
+    pub sampling: crate::Sampling,
     /// Lock classes in the snapshot.
     pub locks: usize,
     /// Acquisitions of every lock that is not a wait queue.
@@ -460,6 +463,7 @@ fn side_info(s: &Snapshot) -> SideInfo {
         window: s.window,
         clock: s.clock.clone(),
         dropped_records: s.dropped_records,
+        sampling: s.sampling,
         locks: s.locks.len(),
         acquisitions,
         acquisitions_per_sec: per_sec(acquisitions, s.window.elapsed_ns),

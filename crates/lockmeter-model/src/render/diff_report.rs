@@ -178,6 +178,10 @@ fn side_summary(s: &SideInfo) -> String {
         sanitize(&s.clock),
         s.locks
     );
+    let every = s.sampling.uncontended_hold_every;
+    if every > 1 {
+        let _ = write!(text, "  hold sampled 1/{every} uncontended");
+    }
     if s.dropped_records > 0 {
         let _ = write!(text, "  dropped {} records", s.dropped_records);
     }
