@@ -136,8 +136,9 @@ pub(crate) struct Entry {
     pub(crate) wait: AtomicDist,
     pub(crate) wake_latency: AtomicDist,
     pub(crate) holders: [HolderSlot; HOLDER_SLOTS + 1],
-    /// Guards of this entry not yet released; a shard with live guards is
-    /// never freed (see `shard::ThreadState`'s drop).
+    /// Timed guards of this entry not yet released (untimed ones keep no
+    /// pointer to it); a shard with such guards is never freed (see
+    /// `shard::ThreadState`'s drop).
     pub(crate) outstanding: Counter,
 }
 
