@@ -16,7 +16,7 @@ use std::sync::Barrier;
 use std::time::Instant;
 
 use crate::bare::BareSpinLock;
-use crate::measure::{interleave, Config};
+use crate::measure::{interleave, Config, Pair};
 use crate::report::{Goal, Row, Unit};
 
 /// A value on cache lines of its own (128 bytes: adjacent-line prefetch
@@ -118,6 +118,36 @@ fn contention_note(handle: &lockmeter::Handle, id: &str, before: (u64, u64)) -> 
     )
 }
 
+/// The classes of the instrumented locks of these rows.
+const MUTEX: &str = "bench.contended.mutex";
+const SPINLOCK: &str = "bench.contended.spinlock";
+
+/// One row: `measure` runs the interleaved pair; the note says how much
+/// the instrumented runs contended, as lockmeter counted it.
+fn row(
+    handle: &lockmeter::Handle,
+    class: &str,
+    name: &str,
+    threads: usize,
+    mix: &str,
+    goal: Goal,
+    measure: impl FnOnce() -> Pair,
+) -> Row {
+    let before = counted(handle, class);
+    let pair = measure();
+    Row::new(
+        &format!(
+            "contended_observed_{}_{threads}t_{mix}",
+            name.to_lowercase()
+        ),
+        &format!("contended observed, {name}, {threads} threads, {mix}"),
+        Unit::MopsPerSec,
+        goal,
+    )
+    .with_pair(pair)
+    .note(contention_note(handle, class, before))
+}
+
 /// Mutex and SpinLock rows at 2 and 8 threads, hammer and work mixes.
 /// Needs the layer whose `handle` is given installed as the global default.
 pub fn rows(cfg: &Config, handle: &lockmeter::Handle) -> Vec<Row> {
@@ -129,49 +159,27 @@ pub fn rows(cfg: &Config, handle: &lockmeter::Handle) -> Vec<Row> {
     ] {
         for threads in [2, 8] {
             let bare = Box::new(Aligned(parking_lot::Mutex::new(0u64)));
-            let inst = Box::new(Aligned(lockmeter::Mutex::named(
-                "bench.contended.mutex",
-                0u64,
-            )));
+            let inst = Box::new(Aligned(lockmeter::Mutex::named(MUTEX, 0u64)));
             let (bare, inst) = (&bare.0, &inst.0);
-            let before = counted(handle, "bench.contended.mutex");
-            let pair = interleave(
-                cfg.contended_reps,
-                || throughput(cfg, threads, work, &|| *bare.lock() += 1),
-                || throughput(cfg, threads, work, &|| *inst.lock() += 1),
-            );
-            rows.push(
-                Row::new(
-                    &format!("contended_observed_mutex_{threads}t_{mix}"),
-                    &format!("contended observed, Mutex, {threads} threads, {mix}"),
-                    Unit::MopsPerSec,
-                    goal,
+            let pair = || {
+                interleave(
+                    cfg.contended_reps,
+                    || throughput(cfg, threads, work, &|| *bare.lock() += 1),
+                    || throughput(cfg, threads, work, &|| *inst.lock() += 1),
                 )
-                .with_pair(pair)
-                .note(contention_note(handle, "bench.contended.mutex", before)),
-            );
+            };
+            rows.push(row(handle, MUTEX, "Mutex", threads, mix, goal, pair));
             let bare = Box::new(Aligned(BareSpinLock::new(0u64)));
-            let inst = Box::new(Aligned(lockmeter::SpinLock::named(
-                "bench.contended.spinlock",
-                0u64,
-            )));
+            let inst = Box::new(Aligned(lockmeter::SpinLock::named(SPINLOCK, 0u64)));
             let (bare, inst) = (&bare.0, &inst.0);
-            let before = counted(handle, "bench.contended.spinlock");
-            let pair = interleave(
-                cfg.contended_reps,
-                || throughput(cfg, threads, work, &|| *bare.lock() += 1),
-                || throughput(cfg, threads, work, &|| *inst.lock() += 1),
-            );
-            rows.push(
-                Row::new(
-                    &format!("contended_observed_spinlock_{threads}t_{mix}"),
-                    &format!("contended observed, SpinLock, {threads} threads, {mix}"),
-                    Unit::MopsPerSec,
-                    goal,
+            let pair = || {
+                interleave(
+                    cfg.contended_reps,
+                    || throughput(cfg, threads, work, &|| *bare.lock() += 1),
+                    || throughput(cfg, threads, work, &|| *inst.lock() += 1),
                 )
-                .with_pair(pair)
-                .note(contention_note(handle, "bench.contended.spinlock", before)),
-            );
+            };
+            rows.push(row(handle, SPINLOCK, "SpinLock", threads, mix, goal, pair));
         }
     }
     let steal = match (steal_before, cpu_steal()) {

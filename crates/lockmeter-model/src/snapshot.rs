@@ -281,24 +281,23 @@ impl Snapshot {
         let elapsed_ns = self.window.elapsed_ns;
         // Each lock, site and holder subtracts the first earlier one with
         // its id (any kind, like `Snapshot::lock`), its (site, mode), its
-        // site: not by a linear search, as there may be thousands.
+        // site: through an index, as there may be thousands.
         let before_locks = FirstIndex::new(&earlier.locks, |l| l.id.as_str());
-        for (i, lock) in self.locks.iter_mut().enumerate() {
-            let Some(before) = before_locks.get(&earlier.locks, &lock.id.as_str(), i) else {
+        for lock in &mut self.locks {
+            let Some(before) = before_locks.get(&lock.id.as_str()) else {
                 lock.refresh_derived(elapsed_ns);
                 continue;
             };
             lock.total.subtract(&before.total);
             let sites = FirstIndex::new(&before.sites, |s| (s.site.as_str(), s.mode.as_deref()));
-            for (i, site) in lock.sites.iter_mut().enumerate() {
-                let key = (site.site.as_str(), site.mode.as_deref());
-                if let Some(b) = sites.get(&before.sites, &key, i) {
+            for site in &mut lock.sites {
+                if let Some(b) = sites.get(&(site.site.as_str(), site.mode.as_deref())) {
                     site.stats.subtract(&b.stats);
                 }
             }
             let holders = FirstIndex::new(&before.holders, |h| h.site.as_str());
-            for (i, holder) in lock.holders.iter_mut().enumerate() {
-                if let Some(b) = holders.get(&before.holders, &holder.site.as_str(), i) {
+            for holder in &mut lock.holders {
+                if let Some(b) = holders.get(&holder.site.as_str()) {
                     holder.contended = holder.contended.saturating_sub(b.contended);
                     holder.wait_ns_total = holder.wait_ns_total.saturating_sub(b.wait_ns_total);
                 }
@@ -310,53 +309,24 @@ impl Snapshot {
     }
 }
 
-/// Finds the first item of a slice with a given key: by a linear search
-/// in short slices; by position or binary search in slices sorted by
-/// that key without repeats (as a recorder writes sites); else through a
-/// hash index built once.
+/// The first item of a slice for each key, found through a hash index
+/// built once (first match wins, like `Snapshot::lock`).
 struct FirstIndex<'a, T, K> {
-    key: fn(&'a T) -> K,
-    how: Search<K>,
+    items: &'a [T],
+    index: HashMap<K, usize>,
 }
 
-enum Search<K> {
-    Linear,
-    Sorted,
-    Hashed(HashMap<K, usize>),
-}
-
-impl<'a, T, K: Ord + Hash> FirstIndex<'a, T, K> {
-    /// Up to this many items a linear search is cheaper than an index.
-    const LINEAR: usize = 8;
-
-    fn new(items: &'a [T], key: fn(&'a T) -> K) -> Self {
-        let how = if items.len() <= Self::LINEAR {
-            Search::Linear
-        } else if items.windows(2).all(|w| key(&w[0]) < key(&w[1])) {
-            Search::Sorted
-        } else {
-            let mut index = HashMap::with_capacity(items.len());
-            for (i, item) in items.iter().enumerate() {
-                index.entry(key(item)).or_insert(i);
-            }
-            Search::Hashed(index)
-        };
-        FirstIndex { key, how }
+impl<'a, T, K: Eq + Hash> FirstIndex<'a, T, K> {
+    fn new(items: &'a [T], key: impl Fn(&'a T) -> K) -> Self {
+        let mut index = HashMap::with_capacity(items.len());
+        for (i, item) in items.iter().enumerate() {
+            index.entry(key(item)).or_insert(i);
+        }
+        FirstIndex { items, index }
     }
 
-    /// The first item with `key`; `hint` is where it probably is.
-    fn get(&self, items: &'a [T], key: &K, hint: usize) -> Option<&'a T> {
-        match &self.how {
-            Search::Linear => items.iter().find(|item| (self.key)(item) == *key),
-            Search::Sorted => match items.get(hint) {
-                Some(item) if (self.key)(item) == *key => Some(item),
-                _ => (items
-                    .binary_search_by(|item| (self.key)(item).cmp(key))
-                    .ok())
-                .map(|i| &items[i]),
-            },
-            Search::Hashed(index) => index.get(key).map(|&i| &items[i]),
-        }
+    fn get(&self, key: &K) -> Option<&'a T> {
+        self.index.get(key).map(|&i| &self.items[i])
     }
 }
 

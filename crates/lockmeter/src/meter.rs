@@ -163,7 +163,6 @@ impl Probe {
                     entry: self.entry,
                     start,
                     wait_ns: 0,
-                    sampled: true,
                     waited_behind: None,
                 }
             }
@@ -173,13 +172,15 @@ impl Probe {
     /// The first attempt failed: the wait begins now.
     #[inline]
     pub(crate) fn contended(&self, meta: &Meta) -> Waiting {
-        self.contended_since(meta, self.entry().clock.raw())
+        self.contended_from(meta, None)
     }
 
+    /// Like [`Probe::contended`], starting the wait at the clock read a
+    /// sampled attempt already took, if it took one.
     #[inline]
-    fn contended_since(&self, meta: &Meta, start: u64) -> Waiting {
+    fn contended_from(&self, meta: &Meta, sampled_start: Option<u64>) -> Waiting {
         Waiting {
-            start,
+            start: sampled_start.unwrap_or_else(|| self.entry().clock.raw()),
             holder: meta.holder.load(Relaxed),
         }
     }
@@ -210,7 +211,6 @@ impl Probe {
             entry: self.entry,
             start: now,
             wait_ns,
-            sampled: false,
             waited_behind: Some(waiting.holder),
         }
     }
@@ -255,10 +255,10 @@ pub(crate) struct Hold {
     entry: *const Entry,
     start: u64,
     wait_ns: u64,
-    /// An uncontended hold timed as one of a sample.
-    sampled: bool,
     /// For a contended acquisition, the site that held the lock when the
     /// wait began (null if unknown): the wait is recorded with the hold.
+    /// `None` on a timed hold means an uncontended one, timed as one of a
+    /// sample.
     waited_behind: Option<*mut Location<'static>>,
 }
 
@@ -268,7 +268,6 @@ impl Hold {
         entry: std::ptr::null(),
         start: 0,
         wait_ns: 0,
-        sampled: false,
         waited_behind: None,
     };
 
@@ -277,10 +276,10 @@ impl Hold {
         if !self.entry.is_null() {
             // SAFETY: see `Probe::entry`.
             let e = unsafe { &*self.entry };
-            if self.sampled {
-                e.unsample_uncontended();
+            match self.waited_behind {
+                None => e.unsample_uncontended(),
+                Some(_) => self.record_wait(e),
             }
-            self.record_wait(e);
             e.outstanding.sub(1);
         }
     }
@@ -314,12 +313,13 @@ impl Hold {
         unlock();
         let end = e.clock.raw();
         let hold_ns = e.clock.delta_as_nanos(self.start, end);
-        if self.sampled {
-            e.hold_sampled.record(hold_ns);
-        } else {
-            e.hold.record(hold_ns);
+        match self.waited_behind {
+            None => e.hold_sampled.record(hold_ns),
+            Some(_) => {
+                e.hold.record(hold_ns);
+                self.record_wait(e);
+            }
         }
-        self.record_wait(e);
         e.outstanding.sub(1);
         if hold_ns >= e.slow_ns || self.wait_ns >= e.slow_ns {
             slow::report(e, self.wait_ns, hold_ns);
@@ -381,10 +381,7 @@ fn acquire_contended<G>(
     early: Option<u64>,
     wait: impl FnOnce() -> (G, u64, u64),
 ) -> (G, Hold) {
-    let waiting = match early {
-        Some(start) => probe.contended_since(meta, start),
-        None => probe.contended(meta),
-    };
+    let waiting = probe.contended_from(meta, early);
     let (g, spins, sleeps) = wait();
     let hold = probe.acquired_after_wait(meta, site, waiting, spins, sleeps);
     (g, hold)
@@ -446,10 +443,7 @@ pub(crate) fn acquire_timed<G>(
         return Some((g, probe.acquired_nowait_at(meta, site, start)));
     }
     probe.unsample();
-    let waiting = match start {
-        Some(start) => probe.contended_since(meta, start),
-        None => probe.contended(meta),
-    };
+    let waiting = probe.contended_from(meta, start);
     match wait() {
         (Some(g), spins, sleeps) => Some((
             g,
