@@ -1,6 +1,6 @@
 //! Bounded exponential backoff for spinning waiters.
 
-use crate::sync;
+use crate::primitive;
 
 /// Spin rounds double up to `1 << SPIN_LIMIT` hints; after `YIELD_AFTER`
 /// rounds every further round yields the CPU instead, so a preempted holder
@@ -24,10 +24,10 @@ impl Backoff {
     pub(crate) fn snooze(&mut self) {
         if self.rounds < YIELD_AFTER {
             for _ in 0..1u32 << self.rounds.min(SPIN_LIMIT) {
-                sync::spin_loop();
+                primitive::spin_loop();
             }
         } else {
-            sync::yield_now();
+            primitive::yield_now();
         }
         self.rounds = self.rounds.saturating_add(1);
     }

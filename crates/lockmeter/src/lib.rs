@@ -50,7 +50,7 @@ mod rwlock;
 mod semaphore;
 mod slow;
 mod spinlock;
-mod sync;
+mod primitive;
 mod waitqueue;
 
 pub use layer::{Handle, Layer, LayerBuilder, DEFAULT_HOLD_SAMPLING, DEFAULT_SLOW_THRESHOLD};

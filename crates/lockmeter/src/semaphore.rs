@@ -23,7 +23,7 @@ use lockmeter_model::LockKind;
 use crate::class::{Class, Mode, Role};
 use crate::meter::{Hold, Meta, Probe};
 use crate::spinlock::SpinLockGuard;
-use crate::sync::loom_const_fn;
+use crate::primitive::loom_const_fn;
 use crate::waitqueue::{Inner, Wait, WaitQueue, WaitQueueGuard, WakeOrder};
 
 /// A counting semaphore: `down` takes a permit, sleeping until one is free;

@@ -10,7 +10,7 @@ use lockmeter_model::LockKind;
 use crate::backoff::Backoff;
 use crate::class::{Class, Mode};
 use crate::meter::{self, Hold, Meta};
-use crate::sync::{loom_const_fn, AtomicBool, Ordering};
+use crate::primitive::{loom_const_fn, AtomicBool, Ordering};
 
 /// A spinlock that records, per call site, how often it was taken, how
 /// often it had to spin, for how many rounds, and how long it was held.

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed as StdRelaxed};
 use std::sync::Arc;
 
 use super::parker::Parker;
-use crate::sync::{AtomicU8, Ordering};
+use crate::primitive::{AtomicU8, Ordering};
 
 /// The order exclusive waiters are woken in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -92,7 +92,7 @@ pub(crate) struct WaitList {
 }
 
 impl WaitList {
-    crate::sync::loom_const_fn! {
+    crate::primitive::loom_const_fn! {
         pub(crate) const fn new(order: WakeOrder) -> WaitList {
             WaitList { shared: Vec::new(), exclusive: VecDeque::new(), order, live: 0, stale: 0 }
         }

@@ -33,7 +33,7 @@ use crate::class::{Class, Mode, Role};
 use crate::meter::{Meta, Probe};
 use crate::recorder::entry::Entry;
 use crate::spinlock::{SpinLock, SpinLockGuard};
-use crate::sync::loom_const_fn;
+use crate::primitive::loom_const_fn;
 
 /// Every key bit: what unkeyed waits and wakes use.
 pub const ALL_KEYS: u64 = u64::MAX;

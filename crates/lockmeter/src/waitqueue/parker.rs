@@ -2,7 +2,7 @@
 
 use std::time::Instant;
 
-use crate::sync::{Condvar, Mutex};
+use crate::primitive::{Condvar, Mutex};
 
 /// Set by a waker, waited for by one waiter. Built on a mutex and condvar
 /// so loom can model it, and so a wake-up that comes before the sleep is

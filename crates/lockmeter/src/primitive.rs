@@ -1,4 +1,6 @@
-//! The one place the primitives get their synchronisation types from.
+//! The one place the primitives get their synchronisation types from
+//! (named `primitive`, as in crossbeam, so `lockmeter::sync` can be the
+//! public std-compatible module).
 //!
 //! Under `--cfg lockmeter_loom` these are loom's, so the loom models in
 //! `tests/loom.rs` explore every interleaving of the lock and queue
