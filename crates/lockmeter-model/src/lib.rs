@@ -11,6 +11,8 @@
 //! - [`render`]: the text table, CSV and JSON renderings.
 //! - [`diff`]: before/after comparison of two snapshots.
 //! - [`advice`]: advisories computed from the stats.
+//! - [`stacks`]: sampled stacks of both sides of a wait (v1 extension).
+//! - [`profile`]: pprof, folded stacks and flame graphs, from stacks or sites.
 //! - [`wire`]: the live endpoint's newline-delimited JSON messages.
 //! - [`discovery`]: where endpoints live and how to find them.
 
@@ -19,8 +21,10 @@ pub mod diff;
 pub mod discovery;
 pub mod dist;
 pub mod read;
+pub mod profile;
 pub mod render;
 mod snapshot;
+pub mod stacks;
 pub mod wire;
 
 pub use dist::Dist;

@@ -18,6 +18,11 @@ pub enum ReadError {
     FutureVersion { found: u64 },
     /// A recording with no complete snapshot in it.
     EmptyRecording,
+    /// The stacks extension names frames that are not there.
+    Stacks {
+        line: Option<usize>,
+        source: crate::stacks::StacksError,
+    },
 }
 
 impl fmt::Display for ReadError {
@@ -37,6 +42,8 @@ impl fmt::Display for ReadError {
                 "snapshot format version {found} is newer than this reader (reads up to {FORMAT_VERSION}); upgrade lockmeter"
             ),
             ReadError::EmptyRecording => write!(f, "the recording holds no complete snapshot"),
+            ReadError::Stacks { line: Some(l), source } => write!(f, "line {l}: {source}"),
+            ReadError::Stacks { line: None, source } => write!(f, "{source}"),
         }
     }
 }
@@ -63,7 +70,12 @@ fn parse_line(text: &str, line: Option<usize>) -> Result<Snapshot, ReadError> {
             return Err(ReadError::FutureVersion { found: version });
         }
     }
-    serde_json::from_value(value).map_err(|source| ReadError::Json { line, source })
+    let snap: Snapshot =
+        serde_json::from_value(value).map_err(|source| ReadError::Json { line, source })?;
+    snap.stacks
+        .validate()
+        .map_err(|source| ReadError::Stacks { line, source })?;
+    Ok(snap)
 }
 
 /// A recording: snapshots in file order, and what was skipped.

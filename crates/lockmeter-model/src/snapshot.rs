@@ -5,6 +5,7 @@ use std::hash::Hash;
 
 use serde::{Deserialize, Serialize};
 
+use crate::stacks::Stacks;
 use crate::Dist;
 
 /// The state of every instrumented lock in one process over one window.
@@ -26,6 +27,10 @@ pub struct Snapshot {
     #[serde(default)]
     pub sampling: Sampling,
     pub locks: Vec<LockStats>,
+    /// Sampled stacks of contended acquisitions (v1 extension; absent when
+    /// stacks were off or in older dumps).
+    #[serde(default, skip_serializing_if = "Stacks::is_empty")]
+    pub stacks: Stacks,
 }
 
 /// How hold times were sampled. Counts are never sampled: every
@@ -241,6 +246,7 @@ impl Snapshot {
             dropped_records: 0,
             sampling: Sampling::default(),
             locks: Vec::new(),
+            stacks: Stacks::default(),
         }
     }
 
@@ -278,6 +284,7 @@ impl Snapshot {
                 .saturating_sub(earlier.window.elapsed_ns),
         };
         self.dropped_records = self.dropped_records.saturating_sub(earlier.dropped_records);
+        self.stacks = self.stacks.since(&earlier.stacks);
         let elapsed_ns = self.window.elapsed_ns;
         // Each lock, site and holder subtracts the first earlier one with
         // its id (any kind, like `Snapshot::lock`), its (site, mode), its

@@ -99,6 +99,8 @@ pub struct LayerBuilder {
     slow_threshold: Option<Duration>,
     sample_every: Option<u32>,
     process_name: Option<String>,
+    /// See `stacks::options` for its builder methods.
+    pub(crate) stacks: crate::stacks::options::StackOptions,
     #[cfg(unix)]
     export: ExportConfig,
 }
@@ -168,6 +170,7 @@ impl LayerBuilder {
                 pid: std::process::id(),
                 name: self.process_name.unwrap_or_else(current_exe_name),
             },
+            stacks: self.stacks.settings(),
         };
         let recorder = Arc::new(Recorder::new(settings));
         #[cfg(unix)]

@@ -50,6 +50,7 @@ mod rwlock;
 mod semaphore;
 mod slow;
 mod spinlock;
+mod stacks;
 mod primitive;
 mod waitqueue;
 
@@ -61,4 +62,5 @@ pub use rwlock::{
 };
 pub use semaphore::{Semaphore, SemaphorePermit};
 pub use spinlock::{SpinLock, SpinLockGuard};
+pub use stacks::{DEFAULT_SKIP_FRAMES, DEFAULT_STACK_DEPTH, DEFAULT_STACK_RATE, MAX_STACK_DEPTH};
 pub use waitqueue::{Wait, WaitQueue, WaitQueueGuard, WakeOrder, ALL_KEYS};

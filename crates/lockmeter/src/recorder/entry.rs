@@ -140,6 +140,9 @@ pub(crate) struct Entry {
     /// pointer to it); a shard with such guards is never freed (see
     /// `shard::ThreadState`'s drop).
     pub(crate) outstanding: Counter,
+    /// Stacks of this entry's contended acquisitions (and of its holds
+    /// that made others wait), allocated on the first one.
+    pub(crate) stacks: crate::stacks::table::EntryStacks,
 }
 
 impl Entry {
@@ -174,6 +177,7 @@ impl Entry {
             wake_latency: AtomicDist::new(),
             holders: std::array::from_fn(|_| HolderSlot::default()),
             outstanding: Counter::default(),
+            stacks: crate::stacks::table::EntryStacks::new(),
         }
     }
 

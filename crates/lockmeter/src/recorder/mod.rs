@@ -120,6 +120,7 @@ pub(crate) struct Settings {
     /// A power of two: one uncontended hold in this many is timed.
     pub(crate) sample_every: u32,
     pub(crate) process: ProcessInfo,
+    pub(crate) stacks: crate::stacks::StackSettings,
 }
 
 /// The counts of one layer: live shards, folded counts of exited threads,
@@ -129,6 +130,7 @@ pub(crate) struct Recorder {
     clock_name: &'static str,
     pub(crate) slow_ns: u64,
     pub(crate) sample_every: u32,
+    pub(crate) stacks: crate::stacks::StackSettings,
     process: ProcessInfo,
     start: quanta::Instant,
     start_unix_ns: u64,
@@ -146,6 +148,8 @@ struct State {
     names: Names,
     /// The keys of live entries, read once.
     keys: KeyCache,
+    /// Resolved stack addresses, and the stacks of exited threads.
+    stacks: build::stacks::StackBook,
 }
 
 impl Recorder {
@@ -157,6 +161,7 @@ impl Recorder {
             clock_name: settings.clock_name,
             slow_ns: settings.slow_ns,
             sample_every: settings.sample_every,
+            stacks: settings.stacks,
             process: settings.process,
             start_unix_ns: unix_now_ns(),
             dropped: AtomicU64::new(0),
@@ -181,6 +186,7 @@ impl Recorder {
         let state = &mut *state;
         let entries = shard.entries.lock().unwrap_or_else(|e| e.into_inner());
         for entry in entries.iter() {
+            state.stacks.retire(entry);
             let record = SiteRecord::from_entry(entry, &mut state.names);
             match state.retired.entry(record.merge_key()) {
                 std::collections::hash_map::Entry::Occupied(mut o) => o.get_mut().merge(&record),
@@ -200,7 +206,7 @@ impl Recorder {
 
     /// Everything recorded since the recorder was created.
     pub(crate) fn cumulative(&self) -> Snapshot {
-        let (locks, elapsed) = {
+        let (locks, stacks, elapsed) = {
             let mut state = self.state();
             let state = &mut *state;
             let elapsed = self.clock.now().duration_since(self.start).as_nanos() as u64;
@@ -224,8 +230,12 @@ impl Recorder {
             for entry in shards.iter().flat_map(|s| s.iter()) {
                 grouper.fill_entry(entry, &mut state.names);
             }
+            let stacks = state.stacks.build(
+                shards.iter().flat_map(|s| s.iter().map(|e| &**e)),
+                &self.stacks,
+            );
             drop(shards);
-            (grouper.finish(&mut state.names, elapsed), elapsed)
+            (grouper.finish(&mut state.names, elapsed), stacks, elapsed)
         };
         let mut snap = Snapshot::empty(self.process.clone(), self.clock_name);
         snap.window.start_unix_ns = self.start_unix_ns;
@@ -234,6 +244,7 @@ impl Recorder {
         snap.dropped_records = self.dropped.load(Relaxed);
         snap.sampling.uncontended_hold_every = self.sample_every;
         snap.locks = locks;
+        snap.stacks = stacks;
         snap
     }
 

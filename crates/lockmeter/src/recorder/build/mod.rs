@@ -15,6 +15,7 @@ use std::sync::Arc;
 use lockmeter_model::{Holder, LockKind, LockStats, SiteStats, Stats};
 
 mod names;
+pub(crate) mod stacks;
 mod sum;
 
 use self::names::Sym;

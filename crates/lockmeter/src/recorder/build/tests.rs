@@ -160,6 +160,7 @@ fn recorder() -> Recorder {
         clock_name: "mock",
         slow_ns: u64::MAX,
         sample_every: 4,
+        stacks: Default::default(),
         process: ProcessInfo::default(),
     })
 }

@@ -1,0 +1,106 @@
+//! The stack settings of [`LayerBuilder`] and their `LOCKMETER_*`
+//! variables, which win over the builder (like `LOCKMETER_HOLD_SAMPLING`).
+
+use std::time::Duration;
+
+use super::{StackSettings, DEFAULT_STACK_DEPTH, DEFAULT_STACK_RATE, MAX_STACK_DEPTH};
+use crate::LayerBuilder;
+
+/// What a [`LayerBuilder`] was told about stacks.
+#[derive(Default, Debug, Clone)]
+pub(crate) struct StackOptions {
+    rate: Option<Duration>,
+    depth: Option<usize>,
+    skip: Vec<String>,
+}
+
+impl LayerBuilder {
+    /// Captures the stacks of contended acquisitions (waiter and holder
+    /// side) with a probability that grows with the wait: a wait of `d` is
+    /// captured with probability `min(1, d / rate)` and counts `1/p` times,
+    /// like Go's block profile rate (default [`DEFAULT_STACK_RATE`], 100 µs:
+    /// every wait of 100 µs or more). `Duration::ZERO` turns stacks off.
+    /// `LOCKMETER_STACK_RATE` (nanoseconds) wins over this. Uncontended
+    /// acquisitions never capture a stack.
+    pub fn stack_rate(mut self, rate: Duration) -> Self {
+        self.stacks.rate = Some(rate);
+        self
+    }
+
+    /// Frames kept per stack (default [`DEFAULT_STACK_DEPTH`], at most
+    /// [`MAX_STACK_DEPTH`]); `LOCKMETER_STACK_DEPTH` wins over this.
+    pub fn stack_depth(mut self, frames: usize) -> Self {
+        self.stacks.depth = Some(frames);
+        self
+    }
+
+    /// Adds module-path prefixes (`my_crate::sync::`) of wrapper frames to
+    /// fold away in stack views, so that the first frame outside them
+    /// names the real caller. lockmeter's own frames, `lock_api`,
+    /// `parking_lot` (the drop-in) and tokio's loom shim (`tokio::loom::`)
+    /// are skipped by default ([`DEFAULT_SKIP_FRAMES`]);
+    /// `LOCKMETER_SKIP_FRAMES` (comma-separated) adds more.
+    ///
+    /// [`DEFAULT_SKIP_FRAMES`]: crate::DEFAULT_SKIP_FRAMES
+    pub fn skip_frames<I, S>(mut self, prefixes: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.stacks.skip.extend(prefixes.into_iter().map(Into::into));
+        self
+    }
+}
+
+impl StackOptions {
+    /// The settings, with the environment applied.
+    pub(crate) fn settings(&self) -> StackSettings {
+        let rate = env_number("LOCKMETER_STACK_RATE", u64::MAX)
+            .or(self.rate.map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)))
+            .unwrap_or(DEFAULT_STACK_RATE.as_nanos() as u64);
+        let depth = env_number("LOCKMETER_STACK_DEPTH", MAX_STACK_DEPTH as u64)
+            .map(|d| d as usize)
+            .or(self.depth)
+            .unwrap_or(DEFAULT_STACK_DEPTH);
+        let mut skip = StackSettings::default_skip();
+        skip.extend(self.skip.iter().cloned());
+        if let Ok(v) = std::env::var("LOCKMETER_SKIP_FRAMES") {
+            skip.extend(parse_skip(&v));
+        }
+        skip.dedup();
+        StackSettings::new(rate, depth, skip)
+    }
+}
+
+/// `a::b::, c::` → the non-empty prefixes.
+fn parse_skip(v: &str) -> Vec<String> {
+    v.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// A whole number from 0 to `max` in variable `name`; a bad value is
+/// reported and ignored.
+fn env_number(name: &str, max: u64) -> Option<u64> {
+    let value = std::env::var(name).ok()?;
+    match value.trim().parse::<u64>() {
+        Ok(n) if n <= max => Some(n),
+        _ => {
+            eprintln!("lockmeter: {name}={value}: expected a whole number from 0 to {max}; ignored");
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_skip;
+
+    #[test]
+    fn skip_lists_are_comma_separated_prefixes() {
+        assert_eq!(parse_skip(" a::b::, ,c:: "), vec!["a::b::", "c::"]);
+        assert!(parse_skip("").is_empty());
+    }
+}
