@@ -80,7 +80,9 @@ impl std::str::FromStr for Side {
         match s {
             "waiter" => Ok(Side::Waiter),
             "holder" => Ok(Side::Holder),
-            other => Err(format!("unknown side {other:?} (expected waiter or holder)")),
+            other => Err(format!(
+                "unknown side {other:?} (expected waiter or holder)"
+            )),
         }
     }
 }
@@ -140,7 +142,10 @@ impl fmt::Display for StacksError {
             ),
             StacksError::NoFrames { sample } => write!(f, "stacks: sample {sample} has no frames"),
             StacksError::BadValue { sample } => {
-                write!(f, "stacks: sample {sample} has a negative or non-finite estimate")
+                write!(
+                    f,
+                    "stacks: sample {sample} has a negative or non-finite estimate"
+                )
             }
         }
     }
@@ -344,8 +349,14 @@ mod tests {
     #[test]
     fn module_prefixes_match_paths_and_trait_impls() {
         let p = vec!["tokio::loom::".to_string(), "lock_api::".to_string()];
-        assert!(in_module("tokio::loom::std::parking_lot::Mutex<T>::lock", &p));
-        assert!(in_module("<lock_api::mutex::MutexGuard<R,T> as core::ops::drop::Drop>::drop", &p));
+        assert!(in_module(
+            "tokio::loom::std::parking_lot::Mutex<T>::lock",
+            &p
+        ));
+        assert!(in_module(
+            "<lock_api::mutex::MutexGuard<R,T> as core::ops::drop::Drop>::drop",
+            &p
+        ));
         assert!(!in_module("tokio::runtime::park::Inner::park", &p));
         assert!(!in_module("app::lock_api_user", &p));
     }

@@ -45,13 +45,13 @@ pub mod export;
 mod layer;
 mod meter;
 mod mutex;
+mod primitive;
 mod recorder;
 mod rwlock;
 mod semaphore;
 mod slow;
 mod spinlock;
 mod stacks;
-mod primitive;
 mod waitqueue;
 
 pub use layer::{Handle, Layer, LayerBuilder, DEFAULT_HOLD_SAMPLING, DEFAULT_SLOW_THRESHOLD};

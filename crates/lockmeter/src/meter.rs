@@ -22,6 +22,8 @@ use lockmeter_model::LockKind;
 use crate::class::{Class, Mode, SiteKey};
 use crate::recorder::{self, entry::Entry};
 use crate::slow;
+use crate::stacks::blame::Blame;
+use crate::stacks::hooks::{self as stack_hooks, Captured};
 
 /// Per-instance metering state, embedded in every instrumented lock.
 /// Touched only while observed; the fields sit next to the lock word, on a
@@ -37,6 +39,8 @@ pub(crate) struct Meta {
     owner: AtomicUsize,
     /// The address of the recorder that counted this instance, for `instances`.
     seen: AtomicU64,
+    /// Who waits now, so that the releasing holder's stack can be blamed.
+    blame: Blame,
     pub(crate) class: Class,
 }
 
@@ -47,6 +51,7 @@ impl Meta {
             holder: AtomicPtr::new(std::ptr::null_mut()),
             owner: AtomicUsize::new(0),
             seen: AtomicU64::new(0),
+            blame: Blame::new(),
         }
     }
 }
@@ -68,6 +73,19 @@ pub(crate) struct Probe {
 pub(crate) struct Waiting {
     start: u64,
     holder: *mut Location<'static>,
+    /// The lock's blame state while stacks are on (counted in as a waiter
+    /// until this is dropped), else null.
+    blame: *const Blame,
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        if !self.blame.is_null() {
+            // SAFETY: `blame` points into the lock being waited for, which
+            // outlives the acquisition this wait is part of.
+            unsafe { &*self.blame }.end_wait();
+        }
+    }
 }
 
 impl Probe {
@@ -113,6 +131,13 @@ impl Probe {
         unsafe { &*self.entry }
     }
 
+    #[inline]
+    fn recorder(&self) -> &recorder::Recorder {
+        // SAFETY: a probe lives within one acquisition, while the
+        // subscriber (and so its recorder) is in effect.
+        unsafe { &*self.recorder }
+    }
+
     /// Counts an uncontended acquisition about to be attempted and, if it
     /// is one of the sampled ones, reads the clock: `Some(start)` when its
     /// hold is to be timed. Read before the attempt, the clock stays out of
@@ -156,7 +181,7 @@ impl Probe {
         e.nowait.add(1);
         self.note_owner(meta, site);
         match start {
-            None => Hold::NONE,
+            None => Hold::OBSERVED,
             Some(start) => {
                 e.outstanding.add(1);
                 Hold {
@@ -164,6 +189,8 @@ impl Probe {
                     start,
                     wait_ns: 0,
                     waited_behind: None,
+                    stack: None,
+                    observed: true,
                 }
             }
         }
@@ -179,9 +206,17 @@ impl Probe {
     /// sampled attempt already took, if it took one.
     #[inline]
     fn contended_from(&self, meta: &Meta, sampled_start: Option<u64>) -> Waiting {
+        let start = sampled_start.unwrap_or_else(|| self.entry().clock.raw());
+        let blame = if self.recorder().stacks.rate_ns != 0 {
+            meta.blame.begin_wait(start);
+            &meta.blame as *const Blame
+        } else {
+            std::ptr::null()
+        };
         Waiting {
-            start: sampled_start.unwrap_or_else(|| self.entry().clock.raw()),
+            start,
             holder: meta.holder.load(Relaxed),
+            blame,
         }
     }
 
@@ -207,11 +242,18 @@ impl Probe {
         e.sleeps.add(sleeps);
         self.note_owner(meta, site);
         e.outstanding.add(1);
+        let stack = if waiting.blame.is_null() {
+            None
+        } else {
+            stack_hooks::waiter(self.recorder(), e, wait_ns)
+        };
         Hold {
             entry: self.entry,
             start: now,
             wait_ns,
             waited_behind: Some(waiting.holder),
+            stack,
+            observed: true,
         }
     }
 
@@ -260,6 +302,11 @@ pub(crate) struct Hold {
     /// `None` on a timed hold means an uncontended one, timed as one of a
     /// sample.
     waited_behind: Option<*mut Location<'static>>,
+    /// The waiter stack captured after the wait, if one was.
+    stack: Option<Captured>,
+    /// Recorded by a layer: the release checks whether others wait, to
+    /// blame this hold's stack.
+    observed: bool,
 }
 
 impl Hold {
@@ -269,6 +316,15 @@ impl Hold {
         start: 0,
         wait_ns: 0,
         waited_behind: None,
+        stack: None,
+        observed: false,
+    };
+
+    /// An observed hold that is not timed: releasing it only checks
+    /// whether anyone waits for the lock.
+    pub(crate) const OBSERVED: Hold = Hold {
+        observed: true,
+        ..Hold::NONE
     };
 
     /// Ends a hold without timing it (a semaphore `down` without a permit).
@@ -294,22 +350,37 @@ impl Hold {
         }
     }
 
-    /// Runs `unlock` and records the hold time if the hold is timed.
+    /// Runs `unlock` and records the hold time if the hold is timed. An
+    /// observed hold that others wait for has its stack blamed (see
+    /// `stacks::blame`): `kind` and `mode` name its entry.
     #[inline(always)]
-    pub(crate) fn release(&self, unlock: impl FnOnce()) {
-        if self.entry.is_null() {
+    pub(crate) fn release(&self, meta: &Meta, kind: LockKind, mode: Mode, unlock: impl FnOnce()) {
+        if !self.observed {
             unlock();
             return;
         }
-        self.release_timed(unlock);
+        if self.entry.is_null() {
+            // Read while the lock is still ours: one load of its own line.
+            if meta.blame.anyone_waiting() {
+                let site = meta.holder.load(Relaxed);
+                unlock();
+                blame_holder(meta, kind, site, mode);
+            } else {
+                unlock();
+            }
+            return;
+        }
+        self.release_timed(meta, kind, mode, unlock);
     }
 
     /// The hold ends with a clock read just after `unlock`, outside the
     /// critical section.
     #[inline]
-    fn release_timed(&self, unlock: impl FnOnce()) {
+    fn release_timed(&self, meta: &Meta, kind: LockKind, mode: Mode, unlock: impl FnOnce()) {
         // SAFETY: see `Probe::entry`.
         let e = unsafe { &*self.entry };
+        let blamed = meta.blame.anyone_waiting();
+        let site = meta.holder.load(Relaxed);
         unlock();
         let end = e.clock.raw();
         let hold_ns = e.clock.delta_as_nanos(self.start, end);
@@ -318,13 +389,42 @@ impl Hold {
             Some(_) => {
                 e.hold.record(hold_ns);
                 self.record_wait(e);
+                if let Some(c) = self.stack {
+                    stack_hooks::waiter_held(e, c, hold_ns);
+                }
             }
+        }
+        if blamed {
+            blame_holder(meta, kind, site, mode);
         }
         e.outstanding.sub(1);
         if hold_ns >= e.slow_ns || self.wait_ns >= e.slow_ns {
             slow::report(e, self.wait_ns, hold_ns);
         }
     }
+}
+
+/// Charges the waiting that a released hold caused to the releasing
+/// thread's stack, in its entry for the holder's (class, site, mode).
+#[cold]
+#[inline(never)]
+fn blame_holder(meta: &Meta, kind: LockKind, site: *mut Location<'static>, mode: Mode) {
+    if site.is_null() {
+        return;
+    }
+    // SAFETY: only `&'static Location` addresses are stored in `holder`.
+    let site: &'static Location<'static> = unsafe { &*site };
+    let Some(probe) = Probe::lookup(meta, kind, site, mode) else {
+        return;
+    };
+    let rec = probe.recorder();
+    if rec.stacks.rate_ns == 0 {
+        return;
+    }
+    let e = probe.entry();
+    let now = e.clock.raw();
+    let (waiters, since) = meta.blame.charge(now);
+    stack_hooks::holder(rec, e, waiters, since, now);
 }
 
 /// A blocking acquisition: records it when observed, otherwise runs `plain`.

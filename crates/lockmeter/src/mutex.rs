@@ -234,7 +234,12 @@ impl<R: RawMutex, T: ?Sized> Drop for MeteredMutexGuard<'_, R, T> {
         // SAFETY: `raw` is taken exactly once, here.
         let raw = unsafe { ManuallyDrop::take(&mut self.raw) };
         // SAFETY: `raw` is the state of this guard's acquisition.
-        self.hold.release(|| unsafe { self.lock.raw.unlock(raw) });
+        self.hold.release(
+            &self.lock.meta,
+            LockKind::Mutex,
+            Mode::Exclusive,
+            || unsafe { self.lock.raw.unlock(raw) },
+        );
     }
 }
 

@@ -331,7 +331,9 @@ impl<R: RawRwLock, T: ?Sized> Drop for MeteredReadGuard<'_, R, T> {
         let raw = unsafe { ManuallyDrop::take(&mut self.raw) };
         // SAFETY: `raw` is the state of this guard's shared acquisition.
         self.hold
-            .release(|| unsafe { self.lock.raw.unlock_shared(raw) });
+            .release(&self.lock.meta, LockKind::Rwlock, Mode::Read, || unsafe {
+                self.lock.raw.unlock_shared(raw)
+            });
     }
 }
 
@@ -342,6 +344,8 @@ impl<R: RawRwLock, T: ?Sized> Drop for MeteredWriteGuard<'_, R, T> {
         let raw = unsafe { ManuallyDrop::take(&mut self.raw) };
         // SAFETY: `raw` is the state of this guard's exclusive acquisition.
         self.hold
-            .release(|| unsafe { self.lock.raw.unlock_exclusive(raw) });
+            .release(&self.lock.meta, LockKind::Rwlock, Mode::Write, || unsafe {
+                self.lock.raw.unlock_exclusive(raw)
+            });
     }
 }

@@ -202,7 +202,10 @@ impl<T: ?Sized> DerefMut for SpinLockGuard<'_, T> {
 impl<T: ?Sized> Drop for SpinLockGuard<'_, T> {
     #[inline]
     fn drop(&mut self) {
-        self.hold.release(|| self.lock.unlock_raw());
+        self.hold
+            .release(&self.lock.meta, LockKind::Spinlock, Mode::Exclusive, || {
+                self.lock.unlock_raw()
+            });
     }
 }
 

@@ -9,7 +9,11 @@ use crate::Snapshot;
 pub fn svg(snap: &Snapshot, side: Side, metric: Metric) -> Result<String, String> {
     let lines = folded::lines(snap, side, metric);
     let mut opts = inferno::flamegraph::Options::default();
-    opts.title = format!("lockmeter: {} side, {}", side.as_str(), metric_title(metric));
+    opts.title = format!(
+        "lockmeter: {} side, {}",
+        side.as_str(),
+        metric_title(metric)
+    );
     opts.count_name = metric_unit(metric).to_string();
     // An empty profile still makes a (blank) picture rather than an error.
     let placeholder = ["[no contention recorded] 1".to_string()];

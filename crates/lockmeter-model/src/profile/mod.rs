@@ -126,7 +126,11 @@ pub fn samples(snap: &Snapshot, side: Side) -> Vec<ProfileSample<'_>> {
             if frames.is_empty() {
                 frames.push(ProfileFrame::Site(&s.site));
             }
-            let acquisitions = if side == Side::Waiter { s.contentions } else { 0.0 };
+            let acquisitions = if side == Side::Waiter {
+                s.contentions
+            } else {
+                0.0
+            };
             let values = [s.contentions, s.wait_ns, s.hold_ns, acquisitions];
             match covered
                 .iter_mut()
@@ -181,13 +185,13 @@ pub fn samples(snap: &Snapshot, side: Side) -> Vec<ProfileSample<'_>> {
                     let exact = [h.contended as f64, h.wait_ns_total as f64, 0.0, 0.0];
                     // Holder stacks are keyed by the holder's site and mode;
                     // the holder table has no mode, so add the modes up.
-                    let stacked = covered
-                        .iter()
-                        .filter(|(s, _, _)| *s == h.site)
-                        .fold([0.0; 4], |mut a, c| {
+                    let stacked = covered.iter().filter(|(s, _, _)| *s == h.site).fold(
+                        [0.0; 4],
+                        |mut a, c| {
                             a.iter_mut().zip(c.2).for_each(|(x, y)| *x += y);
                             a
-                        });
+                        },
+                    );
                     let mut values = [0.0; 4];
                     for i in 0..4 {
                         values[i] = (exact[i] - stacked[i]).max(0.0);

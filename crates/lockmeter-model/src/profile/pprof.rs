@@ -215,7 +215,12 @@ pub fn profile(snap: &Snapshot, side: Side) -> Profile {
             }
         })
         .collect();
-    let keys = [b.string("lock"), b.string("kind"), b.string("site"), b.string("mode")];
+    let keys = [
+        b.string("lock"),
+        b.string("kind"),
+        b.string("site"),
+        b.string("mode"),
+    ];
     let mut sample = Vec::new();
     for s in samples(snap, side) {
         let location_id = s.frames.iter().map(|f| b.location(f)).collect();

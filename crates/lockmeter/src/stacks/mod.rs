@@ -17,6 +17,8 @@
 //! | [`capture`] | the unwinder call |
 //! | [`table`] | the per-entry bounded table captured stacks go into |
 
+pub(crate) mod blame;
+pub(crate) mod hooks;
 pub(crate) mod options;
 pub(crate) mod table;
 
@@ -134,10 +136,12 @@ pub(crate) fn capture(buf: &mut [usize]) -> usize {
     // and the closure neither panics nor unwinds.
     unsafe {
         backtrace::trace_unsynchronized(|frame| {
-            if n == buf.len() {
+            let ip = frame.ip() as usize;
+            // The outermost frame's return address is 0: nothing to name.
+            if n == buf.len() || ip == 0 {
                 return false;
             }
-            buf[n] = frame.ip() as usize;
+            buf[n] = ip;
             n += 1;
             true
         });
@@ -171,8 +175,14 @@ mod tests {
                 time += w * wait as f64;
             }
         }
-        assert!((1_200..2_800).contains(&taken), "taken {taken} of {n}, expected ~2000");
-        assert!((count / n as f64 - 1.0).abs() < 0.15, "count estimate {count}");
+        assert!(
+            (1_200..2_800).contains(&taken),
+            "taken {taken} of {n}, expected ~2000"
+        );
+        assert!(
+            (count / n as f64 - 1.0).abs() < 0.15,
+            "count estimate {count}"
+        );
         assert!((time / (n * wait) as f64 - 1.0).abs() < 0.15);
     }
 
@@ -190,7 +200,9 @@ mod tests {
             });
         }
         assert!(
-            names.iter().any(|n| n.contains("capture_sees_this_test_function")),
+            names
+                .iter()
+                .any(|n| n.contains("capture_sees_this_test_function")),
             "{names:?}"
         );
     }

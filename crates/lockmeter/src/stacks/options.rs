@@ -47,7 +47,9 @@ impl LayerBuilder {
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
-        self.stacks.skip.extend(prefixes.into_iter().map(Into::into));
+        self.stacks
+            .skip
+            .extend(prefixes.into_iter().map(Into::into));
         self
     }
 }
@@ -56,7 +58,9 @@ impl StackOptions {
     /// The settings, with the environment applied.
     pub(crate) fn settings(&self) -> StackSettings {
         let rate = env_number("LOCKMETER_STACK_RATE", u64::MAX)
-            .or(self.rate.map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)))
+            .or(self
+                .rate
+                .map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)))
             .unwrap_or(DEFAULT_STACK_RATE.as_nanos() as u64);
         let depth = env_number("LOCKMETER_STACK_DEPTH", MAX_STACK_DEPTH as u64)
             .map(|d| d as usize)
@@ -88,7 +92,9 @@ fn env_number(name: &str, max: u64) -> Option<u64> {
     match value.trim().parse::<u64>() {
         Ok(n) if n <= max => Some(n),
         _ => {
-            eprintln!("lockmeter: {name}={value}: expected a whole number from 0 to {max}; ignored");
+            eprintln!(
+                "lockmeter: {name}={value}: expected a whole number from 0 to {max}; ignored"
+            );
             None
         }
     }

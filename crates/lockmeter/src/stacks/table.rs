@@ -137,7 +137,13 @@ impl EntryStacks {
 
     /// Adds one captured stack of weight `weight` (= 1/p) that waited
     /// `wait_ns`. Only the entry's thread calls this.
-    pub(crate) fn record(&self, side: Side, frames: &[usize], weight: f64, wait_ns: u64) -> Option<SlotId> {
+    pub(crate) fn record(
+        &self,
+        side: Side,
+        frames: &[usize],
+        weight: f64,
+        wait_ns: u64,
+    ) -> Option<SlotId> {
         let t = self.table_mut();
         let h = hash(side, frames);
         let mut i = (h as usize) % SLOTS;
@@ -153,7 +159,8 @@ impl EntryStacks {
                 slot.hash.store(h, Release);
             }
             if cur == 0 || (cur == h && slot.matches(side, frames)) {
-                slot.captured.store(slot.captured.load(Relaxed) + 1, Relaxed);
+                slot.captured
+                    .store(slot.captured.load(Relaxed) + 1, Relaxed);
                 slot.contentions.add(weight);
                 slot.wait_ns.add(weight * wait_ns as f64);
                 return Some(SlotId(i as u32));
@@ -235,6 +242,9 @@ mod tests {
             .iter()
             .find(|x| x.side == Side::Waiter && x.frames == [1, 2, 3])
             .unwrap();
-        assert_eq!((w.captured, w.contentions, w.wait_ns, w.hold_ns), (2, 3.0, 50.0, 14.0));
+        assert_eq!(
+            (w.captured, w.contentions, w.wait_ns, w.hold_ns),
+            (2, 3.0, 50.0, 14.0)
+        );
     }
 }

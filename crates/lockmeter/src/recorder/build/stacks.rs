@@ -182,26 +182,33 @@ fn resolve(addr: usize) -> Resolved {
     frames
 }
 
-/// Marks wrapper frames (leaf first): every frame inside a `skip` prefix,
-/// and the standard-library glue (`FnOnce::call_once`, `drop_in_place`)
-/// between the leaf and the outermost wrapper frame of the leaf-side run,
-/// so that the first frame left is the real caller.
+/// Marks wrapper frames (leaf first): every frame inside a `skip` prefix;
+/// and, in the run of frames from the leaf to the real caller, the
+/// standard-library glue around them (`FnOnce::call_once`,
+/// `drop_in_place<lockmeter::…>`, `mem::drop`), so that the first frame
+/// left is the real caller.
 fn mark_skipped(frames: &mut [Frame], skip: &[String]) {
     let glue = |f: &Frame| {
         let n = f.function.trim_start_matches('<');
-        ["core::", "std::", "alloc::"].iter().any(|p| n.starts_with(p)) || f.function.starts_with("0x")
+        ["core::", "std::", "alloc::"]
+            .iter()
+            .any(|p| n.starts_with(p))
+            || f.function.starts_with("0x")
     };
-    let mut last_wrapper = None;
-    for (i, f) in frames.iter_mut().enumerate() {
-        if in_module(&f.function, skip) {
-            f.skipped = true;
-            last_wrapper = Some(i);
+    // A glue frame about a wrapper type (`drop_in_place<lockmeter::…>`).
+    let about_wrapper = |f: &Frame| skip.iter().any(|p| f.function.contains(&format!("<{p}")));
+    let mut run = 0;
+    let mut wrapped = false;
+    for f in frames.iter_mut() {
+        if in_module(&f.function, skip) || (glue(f) && about_wrapper(f)) {
+            wrapped = true;
         } else if !glue(f) {
             break;
         }
+        run += 1;
     }
-    if let Some(last) = last_wrapper {
-        for f in &mut frames[..last] {
+    if wrapped {
+        for f in &mut frames[..run] {
             f.skipped = true;
         }
     }
@@ -241,8 +248,38 @@ mod tests {
             "app::main",
         ]);
         mark_skipped(&mut f, &skip);
-        let shown: Vec<_> = f.iter().filter(|f| !f.skipped).map(|f| f.function.as_str()).collect();
-        assert_eq!(shown, ["app::helper", "core::ops::function::FnOnce::call_once", "app::main"]);
+        let shown: Vec<_> = f
+            .iter()
+            .filter(|f| !f.skipped)
+            .map(|f| f.function.as_str())
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                "app::helper",
+                "core::ops::function::FnOnce::call_once",
+                "app::main"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_guard_dropped_by_the_caller_names_the_caller() {
+        let skip = StackSettings::default_skip();
+        let mut f = frames(&[
+            "lockmeter::stacks::capture",
+            "<lockmeter::mutex::MeteredMutexGuard<R,T> as core::ops::drop::Drop>::drop",
+            "core::ptr::drop_in_place<lockmeter::mutex::MeteredMutexGuard<R,u64>>",
+            "core::mem::drop",
+            "app::caller",
+        ]);
+        mark_skipped(&mut f, &skip);
+        let shown: Vec<_> = f
+            .iter()
+            .filter(|f| !f.skipped)
+            .map(|f| f.function.as_str())
+            .collect();
+        assert_eq!(shown, ["app::caller"]);
     }
 
     #[test]
@@ -250,7 +287,8 @@ mod tests {
         let here = addresses_in_this_binary_resolve_to_function_names as usize;
         let r = resolve(here + 1);
         assert!(
-            r.iter().any(|f| f.function.contains("addresses_in_this_binary_resolve")),
+            r.iter()
+                .any(|f| f.function.contains("addresses_in_this_binary_resolve")),
             "{r:?}"
         );
     }

@@ -1,0 +1,55 @@
+//! What the metering core calls on the contended path: capture a waiter's
+//! stack after its wait, a holder's when it releases a lock others wait
+//! for. Every function here is out of line (`#[cold]`): the uncontended
+//! path never calls them.
+
+use lockmeter_model::stacks::Side;
+
+use super::table::SlotId;
+use super::{capture, weight_of, MAX_STACK_DEPTH};
+use crate::recorder::entry::Entry;
+use crate::recorder::Recorder;
+
+/// A captured waiter stack, carried by the hold so that the time held
+/// after the wait is added to the same stack.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Captured {
+    slot: SlotId,
+    weight: f64,
+}
+
+/// After a contended wait of `wait_ns`: maybe captures the waiter's stack
+/// (with probability `min(1, wait / rate)`).
+#[cold]
+#[inline(never)]
+pub(crate) fn waiter(rec: &Recorder, e: &Entry, wait_ns: u64) -> Option<Captured> {
+    let weight = weight_of(rec.stacks.rate_ns, wait_ns)?;
+    let mut buf = [0usize; MAX_STACK_DEPTH];
+    let n = capture(&mut buf[..rec.stacks.depth]);
+    let slot = e.stacks.record(Side::Waiter, &buf[..n], weight, wait_ns)?;
+    Some(Captured { slot, weight })
+}
+
+/// The hold after a captured wait ended after `hold_ns`.
+#[inline]
+pub(crate) fn waiter_held(e: &Entry, c: Captured, hold_ns: u64) {
+    e.stacks.add_hold(c.slot, c.weight, hold_ns);
+}
+
+/// A hold that made `waiters` threads wait since raw reading `since` was
+/// released at raw `now`: maybe captures the holder's stack, charged with
+/// the waiter-time it caused.
+#[cold]
+#[inline(never)]
+pub(crate) fn holder(rec: &Recorder, e: &Entry, waiters: u32, since: u64, now: u64) {
+    let blamed = e
+        .clock
+        .delta_as_nanos(since, now)
+        .saturating_mul(u64::from(waiters.max(1)));
+    let Some(weight) = weight_of(rec.stacks.rate_ns, blamed) else {
+        return;
+    };
+    let mut buf = [0usize; MAX_STACK_DEPTH];
+    let n = capture(&mut buf[..rec.stacks.depth]);
+    e.stacks.record(Side::Holder, &buf[..n], weight, blamed);
+}
