@@ -12,6 +12,7 @@
 //! - [`source`]: the demo, a live endpoint, a recording or a dump.
 //! - [`conn`]: the endpoint client, reconnecting with backoff.
 //! - [`commands`]: the one-shot commands (`table`, `diff`, `list`).
+//! - [`profile`]: `table --format pprof|folded|flamegraph`.
 //! - [`term`]: the terminal session, restored on drop and on panic.
 //! - [`demo`]: the built-in contended workloads.
 //! - [`dump`]: atomic snapshot files.
@@ -21,6 +22,7 @@ pub mod conn;
 pub mod demo;
 pub mod dump;
 pub mod input;
+pub mod profile;
 pub mod source;
 pub mod state;
 pub mod term;

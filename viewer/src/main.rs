@@ -14,9 +14,12 @@ use lockmeter_model::advice::Thresholds;
 use lockmeter_model::discovery::{list_endpoints, socket_dir};
 use lockmeter_model::render::{SortKey, TableOptions};
 
+use lockmeter_model::profile::Metric;
+use lockmeter_model::stacks::Side;
 use lockmeter_viewer::commands::{self, Format};
 use lockmeter_viewer::conn::{describe, parse_target, Live};
 use lockmeter_viewer::demo::Demo;
+use lockmeter_viewer::profile::{self, TableFormat};
 use lockmeter_viewer::source::{load_file, DemoFeed, Loaded, Source};
 use lockmeter_viewer::state::picker::Entry;
 use lockmeter_viewer::state::playback::frames_from;
@@ -183,8 +186,17 @@ struct TableArgs {
     #[arg(long, value_name = "N")]
     top: Option<usize>,
     /// Output format
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    format: Format,
+    #[arg(long, value_enum, default_value_t = TableFormat::Text)]
+    format: TableFormat,
+    /// Write the output to FILE instead of stdout (pprof: required)
+    #[arg(long, short = 'o', value_name = "FILE")]
+    output: Option<PathBuf>,
+    /// Profiles: the waiter side, or the holder side (blamed to the holder)
+    #[arg(long, value_name = "SIDE", default_value = "waiter", value_parser = profile::parse_side)]
+    side: Side,
+    /// Folded and flame graph weights: wait, hold, contentions or acquisitions
+    #[arg(long, value_name = "METRIC", default_value = "wait", value_parser = profile::parse_metric)]
+    metric: Metric,
     /// Leave out the per-call-site rows
     #[arg(long)]
     no_sites: bool,
@@ -288,7 +300,22 @@ fn run(command: Command) -> Result<(), String> {
             opts.holders = !a.no_holders;
             let (snap, warnings) = commands::read_input(&a.source)?;
             warn(&warnings);
-            print(&commands::table(&snap, &opts, &thresholds, a.format))
+            match a.format.split() {
+                Ok(format) => {
+                    let text = commands::table(&snap, &opts, &thresholds, format);
+                    match &a.output {
+                        Some(path) => std::fs::write(path, text)
+                            .map_err(|e| format!("cannot write {}: {e}", path.display())),
+                        None => print(&text),
+                    }
+                }
+                Err(format) => {
+                    match profile::export(&snap, format, a.side, a.metric, a.output.as_deref())? {
+                        Some(bytes) => print(&String::from_utf8_lossy(&bytes)),
+                        None => Ok(()),
+                    }
+                }
+            }
         }
         Command::Diff(a) => {
             let (mut opts, thresholds) = options(&a.sort, &a.advice)?;

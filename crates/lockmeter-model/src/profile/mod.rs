@@ -16,6 +16,7 @@
 use crate::stacks::{Frame, Side};
 use crate::{LockStats, Snapshot};
 
+pub mod file;
 pub mod flamegraph;
 pub mod folded;
 pub mod pprof;
