@@ -18,6 +18,7 @@ mod measure;
 mod memory;
 mod report;
 mod snapshot;
+mod stacks;
 mod uncontended;
 mod waitqueue;
 
@@ -41,7 +42,7 @@ struct Args {
     #[arg(long)]
     json: bool,
     /// Run only these steps (comma-separated): unobserved, components,
-    /// observed, modes, contended, memory, waitqueue, snapshot.
+    /// stacks, observed, modes, contended, memory, waitqueue, snapshot.
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
 }
@@ -73,6 +74,7 @@ fn main() {
         eprintln!("could not install the lockmeter layer globally: {e}; observed rows skipped");
     } else {
         step("components", &mut || breakdown::components(&cfg));
+        step("stacks", &mut || stacks::rows(&cfg));
         step("observed", &mut || uncontended::rows(&cfg, Phase::Observed));
         step("modes", &mut || uncontended::mode_rows(&cfg));
         step("contended", &mut || contended::rows(&cfg, &handle));

@@ -5,6 +5,7 @@
 pub mod detail;
 pub mod help;
 pub mod picker;
+pub mod stacks;
 pub mod table;
 pub mod too_small;
 
