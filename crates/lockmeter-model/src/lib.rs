@@ -11,17 +11,16 @@
 //! - [`render`]: the text table, CSV and JSON renderings.
 //! - [`diff`]: before/after comparison of two snapshots.
 //! - [`advice`]: advisories computed from the stats.
-//! - [`wire`]: the live endpoint's newline-delimited JSON messages.
-//! - [`discovery`]: where endpoints live and how to find them.
+//!
+//! Moving snapshots between processes and onto disk (the endpoint's
+//! messages, sockets, discovery, atomic writes) is `lockmeter-wire`'s job.
 
 pub mod advice;
 pub mod diff;
-pub mod discovery;
 pub mod dist;
 pub mod read;
 pub mod render;
 mod snapshot;
-pub mod wire;
 
 pub use dist::Dist;
 pub use read::{parse_recording, parse_snapshot, ReadError, Recording};
