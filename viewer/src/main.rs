@@ -25,8 +25,6 @@ use lockmeter_viewer::state::{Action, App, Mode, Origin};
 use lockmeter_viewer::term::TerminalGuard;
 use lockmeter_viewer::{dump, view};
 
-const SORT_KEYS: &str = "util, con, hold, hold_p99, hold_max, wait, wait_p99, wait_max, total, nowait, spin, rject, wakeups, spurious, wake_latency, name";
-
 /// A lock profiler's viewer: live lock statistics of a process, dumps,
 /// recordings and diffs.
 #[derive(Debug, Parser)]
@@ -69,7 +67,7 @@ enum Command {
 #[derive(Debug, Args)]
 struct SortArgs {
     /// Column to sort by
-    #[arg(long, short, value_name = "KEY", default_value = "util", value_parser = parse_sort_key, long_help = format!("Column to sort by: {SORT_KEYS}"))]
+    #[arg(long, short, value_name = "KEY", default_value = "util", value_parser = parse_sort_key, long_help = sort_keys_help())]
     sort: SortKey,
     /// Reverse the order (numbers smallest first, names Z to A)
     #[arg(long)]
@@ -217,6 +215,12 @@ struct DiffArgs {
     sort: SortArgs,
     #[command(flatten)]
     advice: AdviceArgs,
+}
+
+/// `--sort`'s help: every key of the metric table.
+fn sort_keys_help() -> String {
+    let keys: Vec<&str> = SortKey::all().iter().map(|k| k.as_str()).collect();
+    format!("Column to sort by: {}", keys.join(", "))
 }
 
 fn parse_sort_key(s: &str) -> Result<SortKey, String> {

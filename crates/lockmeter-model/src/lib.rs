@@ -9,6 +9,7 @@
 //! - [`dist`]: the log-bucket layout shared by the recorder and readers.
 //! - [`read`]: parsing dumps and recordings with clear errors.
 //! - [`render`]: the text table, CSV and JSON renderings.
+//! - [`metric`]: the metric table every sort, diff and column reads.
 //! - [`diff`]: before/after comparison of two snapshots.
 //! - [`advice`]: advisories computed from the stats.
 //!
@@ -18,6 +19,7 @@
 pub mod advice;
 pub mod diff;
 pub mod dist;
+pub mod metric;
 pub mod read;
 pub mod render;
 mod snapshot;
