@@ -127,6 +127,7 @@ fn snapshot(pid: u32, elapsed_ns: u64, locks: Vec<LockStats>) -> Snapshot {
         clock: "tsc".to_string(),
         dropped_records: 0,
         sampling: Default::default(),
+        stacks: Default::default(),
         locks,
     }
 }

@@ -284,7 +284,7 @@ mod tests {
 
     #[test]
     fn addresses_in_this_binary_resolve_to_function_names() {
-        let here = addresses_in_this_binary_resolve_to_function_names as usize;
+        let here = addresses_in_this_binary_resolve_to_function_names as *const () as usize;
         let r = resolve(here + 1);
         assert!(
             r.iter()
