@@ -28,9 +28,10 @@ pub struct Snapshot {
     pub sampling: Sampling,
     pub locks: Vec<LockStats>,
     /// Sampled stacks of contended acquisitions (v1 extension; absent when
-    /// stacks were off or in older dumps).
+    /// stacks were off or in older dumps). Boxed: most snapshots that
+    /// travel in messages have none, and it keeps `Snapshot` small.
     #[serde(default, skip_serializing_if = "Stacks::is_empty")]
-    pub stacks: Stacks,
+    pub stacks: Box<Stacks>,
 }
 
 /// How hold times were sampled. Counts are never sampled: every
@@ -246,7 +247,7 @@ impl Snapshot {
             dropped_records: 0,
             sampling: Sampling::default(),
             locks: Vec::new(),
-            stacks: Stacks::default(),
+            stacks: Box::default(),
         }
     }
 
@@ -284,7 +285,7 @@ impl Snapshot {
                 .saturating_sub(earlier.window.elapsed_ns),
         };
         self.dropped_records = self.dropped_records.saturating_sub(earlier.dropped_records);
-        self.stacks = self.stacks.since(&earlier.stacks);
+        self.stacks = Box::new(self.stacks.since(&earlier.stacks));
         let elapsed_ns = self.window.elapsed_ns;
         // Each lock, site and holder subtracts the first earlier one with
         // its id (any kind, like `Snapshot::lock`), its (site, mode), its

@@ -423,8 +423,8 @@ fn blame_holder(meta: &Meta, kind: LockKind, site: *mut Location<'static>, mode:
     }
     let e = probe.entry();
     let now = e.clock.raw();
-    let (waiters, since) = meta.blame.charge(now);
-    stack_hooks::holder(rec, e, waiters, since, now);
+    let (waiters, ticks) = meta.blame.charge(now);
+    stack_hooks::holder(rec, e, waiters, ticks);
 }
 
 /// A blocking acquisition: records it when observed, otherwise runs `plain`.

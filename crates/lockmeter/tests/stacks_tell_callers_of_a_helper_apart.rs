@@ -60,9 +60,14 @@ fn from_beta(s: &Shared, rounds: u32) {
 }
 
 fn contended_snapshot() -> Snapshot {
-    let layer = lockmeter::Layer::builder()
-        .stack_rate(Duration::from_micros(10))
-        .build();
+    run_contended(lockmeter::Layer::builder())
+}
+
+/// Runs alpha and beta against each other under a layer built from
+/// `builder` (stacks sampled at 10 µs), which is dropped before returning
+/// (so its final dump, if any, is written).
+fn run_contended(builder: lockmeter::LayerBuilder) -> Snapshot {
+    let layer = builder.stack_rate(Duration::from_micros(10)).build();
     let handle = layer.handle();
     let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(layer));
     let shared = Arc::new(Shared {
@@ -228,6 +233,69 @@ fn go_tool_pprof_reads_the_profile() {
     assert!(
         !peek.contains("from_beta"),
         "focus on alpha still shows beta:\n{peek}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `LOCKMETER_DUMP` (here its builder form) picks the profile format by
+/// extension and writes the holder side beside it; an unwritable path is
+/// reported, not a panic.
+#[test]
+fn dumps_pick_profile_formats_by_extension() {
+    let dir = std::env::temp_dir().join(format!("lockmeter-stack-dumps-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let folded = dir.join("out.folded");
+    run_contended(
+        lockmeter::Layer::builder().export(
+            lockmeter::export::ExportConfig::default()
+                .dump(&folded)
+                .quiet(true),
+        ),
+    );
+    let text = std::fs::read_to_string(&folded).expect("the folded dump was written");
+    assert!(
+        text.lines()
+            .any(|l| l.contains("from_alpha") && l.starts_with("[lock helper.lock];")),
+        "{text}"
+    );
+    let holder =
+        std::fs::read_to_string(dir.join("out.holder.folded")).expect("holder side beside it");
+    assert!(holder.contains("helper.lock"), "{holder}");
+
+    let svg = dir.join("out.svg");
+    run_contended(
+        lockmeter::Layer::builder().export(
+            lockmeter::export::ExportConfig::default()
+                .dump(&svg)
+                .quiet(true),
+        ),
+    );
+    let svg = std::fs::read_to_string(&svg).expect("the flame graph was written");
+    assert!(
+        svg.starts_with("<?xml") && svg.contains("from_beta"),
+        "not an SVG with the callers"
+    );
+
+    let pb = dir.join("out.pb.gz");
+    run_contended(
+        lockmeter::Layer::builder().export(
+            lockmeter::export::ExportConfig::default()
+                .dump(&pb)
+                .quiet(true),
+        ),
+    );
+    let bytes = std::fs::read(&pb).unwrap();
+    assert_eq!(&bytes[..2], &[0x1f, 0x8b], "gzip");
+    assert!(dir.join("out.holder.pb.gz").exists());
+
+    // A directory that does not exist: the dump fails with a message, the
+    // program goes on.
+    run_contended(
+        lockmeter::Layer::builder().export(
+            lockmeter::export::ExportConfig::default()
+                .dump(dir.join("no/such/dir/out.pb.gz"))
+                .quiet(true),
+        ),
     );
     let _ = std::fs::remove_dir_all(&dir);
 }

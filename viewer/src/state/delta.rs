@@ -33,7 +33,7 @@ pub fn subtract(after: &Snapshot, before: &Snapshot) -> Snapshot {
     out.window.elapsed_ns = elapsed;
     out.dropped_records = after.dropped_records.saturating_sub(before.dropped_records);
     out.locks = locks;
-    out.stacks = after.stacks.since(&before.stacks);
+    out.stacks = Box::new(after.stacks.since(&before.stacks));
     out
 }
 

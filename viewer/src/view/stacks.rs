@@ -180,7 +180,7 @@ mod tests {
             skipped,
             ..StackFrame::default()
         };
-        snap.stacks = Stacks {
+        *snap.stacks = Stacks {
             rate_ns: 1000,
             frames: vec![
                 f("lockmeter::meter::x", true),

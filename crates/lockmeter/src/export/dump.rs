@@ -57,6 +57,9 @@ impl DumpFormat {
 
 /// Writes `snap` to `path` atomically in the format of its extension.
 pub(crate) fn write_dump(path: &Path, snap: &Snapshot) -> io::Result<()> {
+    if let Some(written) = super::profile::write_profile(path, snap) {
+        return written;
+    }
     write_atomic(path, DumpFormat::for_path(path).render(snap).as_bytes())
 }
 

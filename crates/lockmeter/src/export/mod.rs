@@ -19,6 +19,7 @@ mod dump;
 mod endpoint;
 mod env;
 mod exit;
+mod profile;
 mod record;
 mod report;
 mod session;

@@ -244,7 +244,7 @@ impl Recorder {
         snap.dropped_records = self.dropped.load(Relaxed);
         snap.sampling.uncontended_hold_every = self.sample_every;
         snap.locks = locks;
-        snap.stacks = stacks;
+        snap.stacks = Box::new(stacks);
         snap
     }
 

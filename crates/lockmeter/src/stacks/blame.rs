@@ -1,62 +1,86 @@
 //! Who made a waiter wait: the per-lock state that tells a releasing
 //! holder it is to be blamed, and by how much.
 //!
-//! A waiter (observed, stacks on) counts itself in `waiters` when its wait
-//! begins and out when it ends; the first one in also sets `since`. A
-//! holder reads `waiters` once, just before its unlock, while it still
-//! holds the lock (one load of a line it owns: the only cost on the
-//! uncontended path). If anyone waits, it is charged, after the unlock,
-//! with `waiters × (now − since)` and moves `since` to now, so that each
+//! A waiter (observed, stacks on) counts itself in when its wait begins
+//! and out when it ends; the first one in also sets `since`. A holder
+//! reads the word once, just before its unlock, while it still holds the
+//! lock (one load of a line it owns: the only cost on the uncontended
+//! path). If anyone waits, it is charged, after the unlock, with
+//! `waiters × (now − since)` and moves `since` to now, so that each
 //! stretch of waiting is charged to the hold that covered it. With one
 //! waiter that is exactly the wait; with several, waiter-seconds as the
 //! count stood at the release.
+//!
+//! One word, so that every lock grows by 8 bytes only:
+//!
+//! ```text
+//!  63        48 47                                  0
+//! +------------+-------------------------------------+
+//! |  waiters   |  since: raw clock >> SHIFT (mod 2^48) |
+//! +------------+-------------------------------------+
+//! ```
+//!
+//! `since` keeps 48 bits of the raw clock divided by 2^SHIFT: it wraps
+//! after 2^56 ticks (~290 days of a 3 GHz TSC), and a stretch is measured
+//! modulo that, to 256 ticks (~85 ns).
 
+use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering::Relaxed;
-use std::sync::atomic::{AtomicU32, AtomicU64};
+
+const SHIFT: u32 = 8;
+const SINCE_BITS: u32 = 48;
+const SINCE_MASK: u64 = (1 << SINCE_BITS) - 1;
+const ONE_WAITER: u64 = 1 << SINCE_BITS;
 
 /// Embedded in every lock's `Meta`.
-#[derive(Default)]
-pub(crate) struct Blame {
-    waiters: AtomicU32,
-    /// The clock reading (raw) from which the current waiting is charged.
-    since: AtomicU64,
+pub(crate) struct Blame(AtomicU64);
+
+fn stamp(raw: u64) -> u64 {
+    (raw >> SHIFT) & SINCE_MASK
 }
 
 impl Blame {
     pub(crate) const fn new() -> Blame {
-        Blame {
-            waiters: AtomicU32::new(0),
-            since: AtomicU64::new(0),
-        }
+        Blame(AtomicU64::new(0))
+    }
+
+    /// Applies `f` until it sticks; `None` from `f` leaves the word alone.
+    fn update(&self, f: impl FnMut(u64) -> Option<u64>) -> u64 {
+        self.0
+            .fetch_update(Relaxed, Relaxed, f)
+            .unwrap_or_else(|v| v)
     }
 
     /// A wait begins at raw clock reading `start`.
     pub(crate) fn begin_wait(&self, start: u64) {
-        if self.waiters.fetch_add(1, Relaxed) == 0 {
-            self.since.store(start, Relaxed);
-        }
+        self.update(|w| {
+            let waiters = w >> SINCE_BITS;
+            Some(match waiters {
+                0 => ONE_WAITER | stamp(start),
+                0xFFFF => w,
+                _ => w + ONE_WAITER,
+            })
+        });
     }
 
     /// A wait ended (acquired or given up).
     pub(crate) fn end_wait(&self) {
-        // Never below zero, even if a wait is ended twice by mistake.
-        let _ = self
-            .waiters
-            .fetch_update(Relaxed, Relaxed, |n| n.checked_sub(1));
+        // Never below zero, even if a wait were ended twice by mistake.
+        self.update(|w| (w >= ONE_WAITER).then(|| w - ONE_WAITER));
     }
 
     /// Whether a thread waits now. Read by the holder before its unlock.
     #[inline(always)]
     pub(crate) fn anyone_waiting(&self) -> bool {
-        self.waiters.load(Relaxed) != 0
+        self.0.load(Relaxed) >= ONE_WAITER
     }
 
     /// The waiting to charge to a hold released at raw reading `now`, as
-    /// (waiters, raw start), moving the start to `now`.
+    /// (waiters, raw ticks of the stretch), moving the start to `now`.
     pub(crate) fn charge(&self, now: u64) -> (u32, u64) {
-        let n = self.waiters.load(Relaxed);
-        let since = self.since.swap(now, Relaxed);
-        (n, since)
+        let before = self.update(|w| Some((w & !SINCE_MASK) | stamp(now)));
+        let ticks = (stamp(now).wrapping_sub(before & SINCE_MASK) & SINCE_MASK) << SHIFT;
+        ((before >> SINCE_BITS) as u32, ticks)
     }
 }
 
@@ -68,14 +92,22 @@ mod tests {
     fn each_stretch_is_charged_once() {
         let b = Blame::new();
         assert!(!b.anyone_waiting());
-        b.begin_wait(100);
-        b.begin_wait(150);
+        b.begin_wait(100 << 8);
+        b.begin_wait(150 << 8);
         assert!(b.anyone_waiting());
-        assert_eq!(b.charge(200), (2, 100));
+        assert_eq!(b.charge(200 << 8), (2, 100 << 8));
         b.end_wait();
-        assert_eq!(b.charge(260), (1, 200));
+        assert_eq!(b.charge(260 << 8), (1, 60 << 8));
         b.end_wait();
         b.end_wait();
         assert!(!b.anyone_waiting());
+    }
+
+    #[test]
+    fn a_stretch_across_the_wrap_is_still_short() {
+        let b = Blame::new();
+        let start = ((1u64 << 48) - 10) << 8;
+        b.begin_wait(start);
+        assert_eq!(b.charge(start + (30 << 8)), (1, 30 << 8));
     }
 }

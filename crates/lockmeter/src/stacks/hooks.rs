@@ -36,15 +36,15 @@ pub(crate) fn waiter_held(e: &Entry, c: Captured, hold_ns: u64) {
     e.stacks.add_hold(c.slot, c.weight, hold_ns);
 }
 
-/// A hold that made `waiters` threads wait since raw reading `since` was
-/// released at raw `now`: maybe captures the holder's stack, charged with
-/// the waiter-time it caused.
+/// A hold that made `waiters` threads wait for `ticks` of the raw clock
+/// was released: maybe captures the holder's stack, charged with the
+/// waiter-time it caused.
 #[cold]
 #[inline(never)]
-pub(crate) fn holder(rec: &Recorder, e: &Entry, waiters: u32, since: u64, now: u64) {
+pub(crate) fn holder(rec: &Recorder, e: &Entry, waiters: u32, ticks: u64) {
     let blamed = e
         .clock
-        .delta_as_nanos(since, now)
+        .delta_as_nanos(0, ticks)
         .saturating_mul(u64::from(waiters.max(1)));
     let Some(weight) = weight_of(rec.stacks.rate_ns, blamed) else {
         return;
