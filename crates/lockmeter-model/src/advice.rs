@@ -116,6 +116,7 @@ pub struct Advisory {
     pub lock_id: String,
     /// The call site it is about, when one site is to blame.
     pub site: Option<String>,
+    /// Which rule fired.
     pub kind: AdvisoryKind,
     /// One line naming the numbers and the fix.
     pub message: String,

@@ -16,6 +16,8 @@
 //! Moving snapshots between processes and onto disk (the endpoint's
 //! messages, sockets, discovery, atomic writes) is `lockmeter-wire`'s job.
 
+#![warn(missing_docs)]
+
 pub mod advice;
 pub mod diff;
 pub mod dist;

@@ -14,7 +14,9 @@ pub struct Snapshot {
     pub format: String,
     /// Format version; this crate writes 1.
     pub version: u32,
+    /// The process the snapshot was taken in.
     pub process: ProcessInfo,
+    /// The time the snapshot covers.
     pub window: Window,
     /// The time source: `tsc`, `monotonic` or `mock`.
     pub clock: String,
@@ -25,6 +27,7 @@ pub struct Snapshot {
     /// before sampling existed, which timed every hold.
     #[serde(default)]
     pub sampling: Sampling,
+    /// Every lock class used in the window.
     pub locks: Vec<LockStats>,
 }
 
@@ -50,15 +53,20 @@ impl Default for Sampling {
 /// Which process the snapshot came from.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProcessInfo {
+    /// The process id.
     pub pid: u32,
+    /// The process's name.
     pub name: String,
 }
 
 /// The measurement window: wall-clock ends and the monotonic length.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Window {
+    /// Start of the window, Unix time in ns.
     pub start_unix_ns: u64,
+    /// End of the window, Unix time in ns.
     pub end_unix_ns: u64,
+    /// Length of the window by the recording clock, in ns.
     pub elapsed_ns: u64,
 }
 
@@ -66,10 +74,15 @@ pub struct Window {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum LockKind {
+    /// `lockmeter::SpinLock`.
     Spinlock,
+    /// `lockmeter::Mutex`.
     Mutex,
+    /// `lockmeter::RwLock`.
     Rwlock,
+    /// `lockmeter::Semaphore`.
     Semaphore,
+    /// `lockmeter::WaitQueue`.
     Waitqueue,
 }
 
@@ -98,6 +111,7 @@ pub struct LockStats {
     pub id: String,
     /// Display name (the explicit name, else the creation site).
     pub name: String,
+    /// The kind of lock.
     pub kind: LockKind,
     /// Where the (first) instance of this class was created.
     pub created_at: String,
@@ -125,12 +139,14 @@ pub struct SiteStats {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<String>,
     #[serde(flatten)]
+    /// The site's numbers.
     pub stats: Stats,
 }
 
 /// A call site that held the lock when a waiter arrived.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Holder {
+    /// The call site (`file:line:col`) that held the lock.
     pub site: String,
     /// Contended acquisitions that found this site holding the lock.
     pub contended: u64,
