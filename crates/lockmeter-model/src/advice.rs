@@ -29,7 +29,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::render::{format_ns, format_pct};
+use crate::format::{format_ns, format_pct};
 use crate::{percent, LockKind, LockStats, SiteStats, Snapshot, Stats};
 
 /// The limits the rules use. Every field is public so a command line or a

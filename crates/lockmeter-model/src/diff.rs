@@ -11,15 +11,14 @@
 //! The numbers compared are the diffable rows of the metric table
 //! ([`crate::metric`]).
 //!
-//! [`diff_text`] prints it for a bug report; [`diff_csv`] for a
-//! spreadsheet (both live with the other renderings in
-//! [`crate::render`]); [`SnapshotDiff`] serialises to JSON with serde.
+//! [`crate::render::diff_text`] prints it for a bug report;
+//! [`crate::render::diff_csv`] for a spreadsheet; [`SnapshotDiff`]
+//! serialises to JSON with serde. (This module depends on no rendering.)
 
 use serde::Serialize;
 
 use crate::advice::{advise, Advisory, Thresholds};
 use crate::metric::{per_sec, Metric};
-pub use crate::render::{diff_csv, diff_text};
 use crate::{LockKind, LockStats, ProcessInfo, SiteStats, Snapshot, Stats, Window};
 
 /// Two snapshots compared.
