@@ -300,9 +300,13 @@ impl Probe {
 /// A blocking acquisition: records it when observed, otherwise runs `plain`.
 ///
 /// `attempt` tries once without waiting; `wait` blocks until acquired and
-/// reports the spin rounds and OS sleeps it took. Only the `observing()`
-/// test is forced inline, so an unobserved lock stays as small as the bare
-/// one.
+/// reports the spin rounds and OS sleeps it took.
+///
+/// Forced inline, observed part included: out of line, returning the
+/// guard and [`Hold`] through memory cost the spinlock ~4 ns. What stays
+/// inline is small; the slow parts (a new site, a contended wait) are
+/// calls, so an unobserved lock stays as small as the bare one plus the
+/// `observing()` test.
 #[inline(always)]
 pub(crate) fn acquire<G>(
     meta: &Meta,
@@ -312,25 +316,11 @@ pub(crate) fn acquire<G>(
     attempt: impl FnOnce() -> Option<G>,
     wait: impl FnOnce() -> (G, u64, u64),
 ) -> (G, Hold) {
-    if !recorder::observing() {
-        return (plain(), Hold::NONE);
-    }
-    acquire_observed(meta, site, mode, plain, attempt, wait)
-}
-
-/// Forced inline too: out of line, returning the guard and [`Hold`]
-/// through memory cost the spinlock ~4 ns. What stays inline is small; the
-/// slow parts (a new site, a contended wait) are calls.
-#[inline(always)]
-fn acquire_observed<G>(
-    meta: &Meta,
-    site: &'static Location<'static>,
-    mode: Mode,
-    plain: impl FnOnce() -> G,
-    attempt: impl FnOnce() -> Option<G>,
-    wait: impl FnOnce() -> (G, u64, u64),
-) -> (G, Hold) {
-    let Some(probe) = Probe::lookup(meta, site, mode) else {
+    let probe = match recorder::observing() {
+        true => Probe::lookup(meta, site, mode),
+        false => None,
+    };
+    let Some(probe) = probe else {
         return (plain(), Hold::NONE);
     };
     let start = probe.sample();
