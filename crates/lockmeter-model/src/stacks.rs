@@ -32,6 +32,7 @@ pub struct Stacks {
     pub skip_frames: Vec<String>,
     /// Every distinct frame of the snapshot, once.
     pub frames: Vec<Frame>,
+    /// One per distinct (lock, site, mode, side, stack).
     pub samples: Vec<StackSample>,
     /// Captured stacks that found their bounded table full and were lost
     /// (their counts are still in the lock's stats).
@@ -45,8 +46,10 @@ pub struct Stacks {
 pub struct Frame {
     /// Demangled name without the hash, or `0x…` when unresolved.
     pub function: String,
+    /// The source file, when debug info has it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub file: Option<String>,
+    /// The line in `file`; 0 when unknown.
     pub line: u32,
     /// The code address the frame was resolved from.
     pub address: u64,
@@ -66,6 +69,7 @@ pub enum Side {
 }
 
 impl Side {
+    /// `waiter` or `holder`, as in the format.
     pub fn as_str(self) -> &'static str {
         match self {
             Side::Waiter => "waiter",
@@ -95,8 +99,10 @@ pub struct StackSample {
     /// The acquisition's call site ([`crate::SiteStats::site`]); for the
     /// holder side, the holder's own call site.
     pub site: String,
+    /// `read` or `write` for rwlocks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<String>,
+    /// Which side of the wait the stack was taken on.
     pub side: Side,
     /// Indices into [`Stacks::frames`], leaf first.
     pub frames: Vec<u32>,
@@ -119,14 +125,23 @@ pub struct StackSample {
 pub enum StacksError {
     /// A sample names a frame index past the end of `frames`.
     FrameOutOfRange {
+        /// The sample's position in `samples`.
         sample: usize,
+        /// The index it names.
         index: u32,
+        /// How many frames there are.
         frames: usize,
     },
     /// A sample names no frame at all.
-    NoFrames { sample: usize },
+    NoFrames {
+        /// The sample's position in `samples`.
+        sample: usize,
+    },
     /// A sample's estimate is negative or not a number.
-    BadValue { sample: usize },
+    BadValue {
+        /// The sample's position in `samples`.
+        sample: usize,
+    },
 }
 
 impl fmt::Display for StacksError {
@@ -241,6 +256,87 @@ impl Stacks {
     }
 }
 
+impl Stacks {
+    /// Adds `other`'s samples into `self` (back-to-back windows, or several
+    /// processes): frames are interned again by text, equal samples add up.
+    /// The rate is the coarsest of the two.
+    pub fn add(&mut self, other: &Stacks) {
+        if other.is_empty() {
+            return;
+        }
+        if self.is_empty() {
+            *self = other.clone();
+            return;
+        }
+        self.rate_ns = self.rate_ns.max(other.rate_ns);
+        self.depth = self.depth.max(other.depth);
+        self.dropped = self.dropped.saturating_add(other.dropped);
+        for p in &other.skip_frames {
+            if !self.skip_frames.contains(p) {
+                self.skip_frames.push(p.clone());
+            }
+        }
+        let mut index: HashMap<Frame, u32> = self
+            .frames
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (f.clone(), i as u32))
+            .collect();
+        let mut mine: HashMap<(String, String, Option<String>, Side, Vec<u32>), usize> = self
+            .samples
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                (
+                    (
+                        s.lock.clone(),
+                        s.site.clone(),
+                        s.mode.clone(),
+                        s.side,
+                        s.frames.clone(),
+                    ),
+                    i,
+                )
+            })
+            .collect();
+        for s in &other.samples {
+            let frames: Vec<u32> = other
+                .frames_of(s)
+                .map(|f| {
+                    let next = self.frames.len() as u32;
+                    *index.entry(f.clone()).or_insert_with(|| {
+                        self.frames.push(f.clone());
+                        next
+                    })
+                })
+                .collect();
+            let key = (
+                s.lock.clone(),
+                s.site.clone(),
+                s.mode.clone(),
+                s.side,
+                frames.clone(),
+            );
+            match mine.get(&key) {
+                Some(&i) => {
+                    let m = &mut self.samples[i];
+                    m.captured = m.captured.saturating_add(s.captured);
+                    m.contentions += s.contentions;
+                    m.wait_ns += s.wait_ns;
+                    m.hold_ns += s.hold_ns;
+                }
+                None => {
+                    mine.insert(key, self.samples.len());
+                    self.samples.push(StackSample {
+                        frames,
+                        ..s.clone()
+                    });
+                }
+            }
+        }
+    }
+}
+
 /// What makes two samples of different snapshots the same stack.
 #[derive(PartialEq, Eq, Hash)]
 struct SampleKey<'a> {
@@ -344,6 +440,28 @@ mod tests {
         assert_eq!(w.samples.len(), 1);
         assert_eq!(w.samples[0].captured, 3);
         assert_eq!(w.samples[0].wait_ns, 20.0);
+    }
+
+    #[test]
+    fn adding_windows_reinterns_frames_and_sums_equal_stacks() {
+        let mut a = Stacks {
+            rate_ns: 10,
+            frames: vec![frame("x", false)],
+            samples: vec![sample(vec![0], 1, 5.0)],
+            ..Stacks::default()
+        };
+        let b = Stacks {
+            rate_ns: 10,
+            frames: vec![frame("y", false), frame("x", false)],
+            samples: vec![sample(vec![1], 2, 7.0), sample(vec![0], 1, 1.0)],
+            ..Stacks::default()
+        };
+        a.add(&b);
+        assert_eq!(a.frames.len(), 2);
+        assert_eq!(a.samples.len(), 2);
+        assert_eq!((a.samples[0].captured, a.samples[0].wait_ns), (3, 12.0));
+        assert_eq!(a.frames[a.samples[1].frames[0] as usize].function, "y");
+        a.validate().unwrap();
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! waiter-seconds, on the waiter side and on the holder side, with the
 //! wrapper frames folded away (the first frame shown is the real caller).
 
-use lockmeter_model::render::format_ns;
+use lockmeter_model::format::format_ns;
 use lockmeter_model::stacks::{Side, StackSample, Stacks};
 use lockmeter_model::{LockStats, Snapshot};
 use ratatui::layout::Rect;

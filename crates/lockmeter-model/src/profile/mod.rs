@@ -81,12 +81,16 @@ pub struct ProfileSample<'a> {
     pub frames: Vec<ProfileFrame<'a>>,
     /// Indexed like [`METRICS`].
     pub values: [f64; 4],
+    /// The lock the stack waited for (or held).
     pub lock: &'a LockStats,
+    /// The call site of the acquisition (holder side: the holder's).
     pub site: &'a str,
+    /// `read` or `write` for rwlocks.
     pub mode: Option<&'a str>,
 }
 
 impl ProfileSample<'_> {
+    /// The value of one metric.
     pub fn value(&self, m: Metric) -> f64 {
         self.values[m.index()]
     }
@@ -96,7 +100,9 @@ impl ProfileSample<'_> {
 /// stack that was not captured.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum ProfileFrame<'a> {
+    /// A frame of a captured stack.
     Resolved(&'a Frame),
+    /// A call site (`file:line:col`) standing for its uncaptured stacks.
     Site(&'a str),
 }
 

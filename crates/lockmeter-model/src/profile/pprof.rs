@@ -17,107 +17,152 @@ use crate::stacks::Side;
 use crate::Snapshot;
 
 #[derive(Clone, PartialEq, Message)]
+/// A pprof profile (`perftools.profiles.Profile`).
 pub struct Profile {
+    /// What each value of a sample is.
     #[prost(message, repeated, tag = "1")]
     pub sample_type: Vec<ValueType>,
+    /// The stacks and their values.
     #[prost(message, repeated, tag = "2")]
     pub sample: Vec<Sample>,
+    /// The one mapping every location is in (already symbolized).
     #[prost(message, repeated, tag = "3")]
     pub mapping: Vec<Mapping>,
+    /// Every distinct (function, line, address).
     #[prost(message, repeated, tag = "4")]
     pub location: Vec<Location>,
+    /// Every distinct function.
     #[prost(message, repeated, tag = "5")]
     pub function: Vec<Function>,
+    /// Every string; entry 0 is "".
     #[prost(string, repeated, tag = "6")]
     pub string_table: Vec<String>,
+    /// Start of the window (Unix ns).
     #[prost(int64, tag = "9")]
     pub time_nanos: i64,
+    /// Length of the window.
     #[prost(int64, tag = "10")]
     pub duration_nanos: i64,
+    /// What one period is.
     #[prost(message, optional, tag = "11")]
     pub period_type: Option<ValueType>,
+    /// 1: every estimate is already weighted.
     #[prost(int64, tag = "12")]
     pub period: i64,
+    /// Notes shown by `go tool pprof` (string indices).
     #[prost(int64, repeated, tag = "13")]
     pub comment: Vec<i64>,
+    /// The sample type shown by default (`wait`).
     #[prost(int64, tag = "14")]
     pub default_sample_type: i64,
 }
 
 #[derive(Clone, PartialEq, Message)]
+/// A sample type: quantity and unit.
 pub struct ValueType {
+    /// A string index: the quantity.
     #[prost(int64, tag = "1")]
     pub r#type: i64,
+    /// A string index: its unit.
     #[prost(int64, tag = "2")]
     pub unit: i64,
 }
 
 #[derive(Clone, PartialEq, Message)]
+/// One stack with its values.
 pub struct Sample {
+    /// Leaf first.
     #[prost(uint64, repeated, tag = "1")]
     pub location_id: Vec<u64>,
+    /// One per sample type.
     #[prost(int64, repeated, tag = "2")]
     pub value: Vec<i64>,
+    /// lock, kind, site (and mode).
     #[prost(message, repeated, tag = "3")]
     pub label: Vec<Label>,
 }
 
 #[derive(Clone, PartialEq, Message)]
+/// A string label of a sample.
 pub struct Label {
+    /// A string index: the label name.
     #[prost(int64, tag = "1")]
     pub key: i64,
+    /// A string index: the label value.
     #[prost(int64, tag = "2")]
     pub str: i64,
 }
 
 #[derive(Clone, PartialEq, Message)]
+/// A mapped binary.
 pub struct Mapping {
+    /// Unique, from 1.
     #[prost(uint64, tag = "1")]
     pub id: u64,
+    /// Lowest address.
     #[prost(uint64, tag = "2")]
     pub memory_start: u64,
+    /// Past the highest address.
     #[prost(uint64, tag = "3")]
     pub memory_limit: u64,
+    /// A string index.
     #[prost(int64, tag = "5")]
     pub filename: i64,
+    /// Locations are already symbolized.
     #[prost(bool, tag = "7")]
     pub has_functions: bool,
+    /// Functions name their files.
     #[prost(bool, tag = "8")]
     pub has_filenames: bool,
+    /// Lines are set.
     #[prost(bool, tag = "9")]
     pub has_line_numbers: bool,
+    /// Inlined frames are their own locations.
     #[prost(bool, tag = "10")]
     pub has_inline_frames: bool,
 }
 
 #[derive(Clone, PartialEq, Message)]
+/// A code location.
 pub struct Location {
+    /// Unique, from 1.
     #[prost(uint64, tag = "1")]
     pub id: u64,
+    /// The mapping (1).
     #[prost(uint64, tag = "2")]
     pub mapping_id: u64,
+    /// The return address the frame was resolved from (0 for a call site).
     #[prost(uint64, tag = "3")]
     pub address: u64,
+    /// One line: the function and its line.
     #[prost(message, repeated, tag = "4")]
     pub line: Vec<Line>,
 }
 
 #[derive(Clone, PartialEq, Message)]
+/// A line of a location.
 pub struct Line {
+    /// The function.
     #[prost(uint64, tag = "1")]
     pub function_id: u64,
+    /// One line: the function and its line.
     #[prost(int64, tag = "2")]
     pub line: i64,
 }
 
 #[derive(Clone, PartialEq, Message)]
+/// A function.
 pub struct Function {
+    /// Unique, from 1.
     #[prost(uint64, tag = "1")]
     pub id: u64,
+    /// A string index: the function name.
     #[prost(int64, tag = "2")]
     pub name: i64,
+    /// A string index: the same name.
     #[prost(int64, tag = "3")]
     pub system_name: i64,
+    /// A string index.
     #[prost(int64, tag = "4")]
     pub filename: i64,
 }

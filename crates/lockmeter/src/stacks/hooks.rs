@@ -43,7 +43,7 @@ pub(crate) fn waiter_held(e: &Entry, c: Captured, hold_ns: u64) {
 #[inline(never)]
 pub(crate) fn holder(rec: &Recorder, e: &Entry, waiters: u32, ticks: u64) {
     let blamed = e
-        .clock
+        .clock()
         .delta_as_nanos(0, ticks)
         .saturating_mul(u64::from(waiters.max(1)));
     let Some(weight) = weight_of(rec.stacks.rate_ns, blamed) else {

@@ -60,14 +60,14 @@ fn entry_stacks(e: &Entry, mut f: impl FnMut(RawKey, RawSum)) -> u64 {
     if stacks.is_empty() {
         return dropped;
     }
-    let lock = e.key.class.id();
-    let site = format_location(e.key.site);
+    let lock = e.key().class.id();
+    let site = format_location(e.key().site);
     for s in stacks {
         f(
             RawKey {
                 lock: lock.clone(),
                 site: site.clone(),
-                mode: e.key.mode.label(),
+                mode: e.key().mode.label(),
                 side: s.side,
                 frames: s.frames,
             },
