@@ -88,6 +88,8 @@
 //! sendable(queue.lock());
 //! ```
 
+#![warn(missing_docs)]
+
 mod backoff;
 mod class;
 mod clock;
