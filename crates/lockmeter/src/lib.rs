@@ -93,6 +93,7 @@
 mod backoff;
 mod class;
 mod clock;
+mod env;
 #[cfg(unix)]
 pub mod export;
 mod layer;
@@ -100,6 +101,7 @@ mod meter;
 mod mutex;
 mod primitive;
 mod recorder;
+mod report;
 mod rwlock;
 mod semaphore;
 mod slow;
