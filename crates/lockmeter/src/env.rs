@@ -35,7 +35,7 @@ pub(crate) struct Variable {
 pub(crate) const VARIABLES: &[Variable] = &[
     Variable {
         name: "LOCKMETER_DUMP",
-        meaning: "dump path at exit and on SIGUSR1 (.json, .csv, else text); off disables",
+        meaning: "dump path at exit and on SIGUSR1 (.json, .csv, .pb.gz, .folded, .svg, else text); off disables",
         default: "none",
     },
     Variable {
@@ -96,6 +96,21 @@ pub(crate) const VARIABLES: &[Variable] = &[
         default: "64",
     },
     Variable {
+        name: "LOCKMETER_STACK_RATE",
+        meaning: "ns: a contended wait of d is captured with probability min(1, d/rate); 0 turns stacks off",
+        default: "100000",
+    },
+    Variable {
+        name: "LOCKMETER_STACK_DEPTH",
+        meaning: "frames per stack, 1-64",
+        default: "32",
+    },
+    Variable {
+        name: "LOCKMETER_SKIP_FRAMES",
+        meaning: "comma-separated module paths of wrapper frames, added to the defaults",
+        default: "none",
+    },
+    Variable {
         name: "LOCKMETER_QUIET",
         meaning: "1 drops the confirmation lines on stderr",
         default: "0",
@@ -134,6 +149,63 @@ fn hold_sampling_in(get: Lookup<'_>) -> (Option<u32>, Option<String>) {
             (None, Some(ignored(NAME, &v, &why)))
         }
     }
+}
+
+/// What the stack variables say; `None` and empty where unset.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct StackVars {
+    pub(crate) rate_ns: Option<u64>,
+    pub(crate) depth: Option<usize>,
+    pub(crate) skip: Vec<String>,
+}
+
+/// `LOCKMETER_STACK_RATE`, `LOCKMETER_STACK_DEPTH` and
+/// `LOCKMETER_SKIP_FRAMES` from the process environment, which win over
+/// (and, for the skip list, add to) the `LayerBuilder` settings.
+pub(crate) fn stacks() -> StackVars {
+    let (vars, warnings) = stacks_in(&|name| std::env::var_os(name));
+    for w in warnings {
+        crate::report::warn(w);
+    }
+    vars
+}
+
+/// The stack variables as `get` sees them, and a warning per bad value.
+fn stacks_in(get: Lookup<'_>) -> (StackVars, Vec<String>) {
+    let mut vars = StackVars::default();
+    let mut warnings = Vec::new();
+    let set = |name| get(name).filter(|v: &OsString| !v.is_empty());
+    if let Some(v) = set("LOCKMETER_STACK_RATE") {
+        match parse_u64(&v) {
+            Some(n) => vars.rate_ns = Some(n),
+            None => warnings.push(ignored(
+                "LOCKMETER_STACK_RATE",
+                &v,
+                "expected a whole number of nanoseconds (0 turns stacks off)",
+            )),
+        }
+    }
+    if let Some(v) = set("LOCKMETER_STACK_DEPTH") {
+        let max = crate::stacks::MAX_STACK_DEPTH as u64;
+        match parse_u64(&v).filter(|n| (1..=max).contains(n)) {
+            Some(n) => vars.depth = Some(n as usize),
+            None => warnings.push(ignored(
+                "LOCKMETER_STACK_DEPTH",
+                &v,
+                &format!("expected a whole number from 1 to {max}"),
+            )),
+        }
+    }
+    if let Some(v) = set("LOCKMETER_SKIP_FRAMES") {
+        vars.skip = v
+            .to_string_lossy()
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .collect();
+    }
+    (vars, warnings)
 }
 
 /// `config` with every set export variable applied, and one message per
@@ -467,6 +539,39 @@ mod tests {
         }
     }
 
+    #[test]
+    fn stack_variables_parse_or_are_refused() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| *n == name)
+                    .map(|(_, v)| OsString::from(v))
+            }
+        };
+        let (v, w) = stacks_in(&env(&[
+            ("LOCKMETER_STACK_RATE", "0"),
+            ("LOCKMETER_STACK_DEPTH", " 8 "),
+            ("LOCKMETER_SKIP_FRAMES", "my::sync::, ,other::"),
+        ]));
+        assert!(w.is_empty(), "{w:?}");
+        assert_eq!(
+            v,
+            StackVars {
+                rate_ns: Some(0),
+                depth: Some(8),
+                skip: vec!["my::sync::".into(), "other::".into()],
+            }
+        );
+        let (v, w) = stacks_in(&env(&[
+            ("LOCKMETER_STACK_RATE", "fast"),
+            ("LOCKMETER_STACK_DEPTH", "65"),
+        ]));
+        assert_eq!(v, StackVars::default());
+        assert_eq!(w.len(), 2);
+        assert!(w[1].starts_with("LOCKMETER_STACK_DEPTH=65: expected a whole number from 1 to 64"));
+    }
+
     /// The table is the truth: every variable in it is looked up, and
     /// nothing outside it is.
     #[test]
@@ -479,6 +584,7 @@ mod tests {
         };
         export_overrides(ExportConfig::default(), &get);
         hold_sampling_in(&get);
+        stacks_in(&get);
         let mut asked = asked.into_inner();
         asked.sort();
         asked.dedup();

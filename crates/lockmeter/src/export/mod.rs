@@ -31,7 +31,6 @@ mod config;
 mod dump;
 mod endpoint;
 mod exit;
-mod profile;
 mod record;
 
 use std::io;

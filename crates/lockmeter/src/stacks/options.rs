@@ -1,9 +1,10 @@
-//! The stack settings of [`LayerBuilder`] and their `LOCKMETER_*`
-//! variables, which win over the builder (like `LOCKMETER_HOLD_SAMPLING`).
+//! The stack settings of [`LayerBuilder`]. Their `LOCKMETER_*` variables
+//! (read in `crate::env`) win over the builder, like
+//! `LOCKMETER_HOLD_SAMPLING`.
 
 use std::time::Duration;
 
-use super::{StackSettings, DEFAULT_STACK_DEPTH, DEFAULT_STACK_RATE, MAX_STACK_DEPTH};
+use super::{StackSettings, DEFAULT_STACK_DEPTH, DEFAULT_STACK_RATE};
 use crate::LayerBuilder;
 
 /// What a [`LayerBuilder`] was told about stacks.
@@ -28,7 +29,7 @@ impl LayerBuilder {
     }
 
     /// Frames kept per stack (default [`DEFAULT_STACK_DEPTH`], at most
-    /// [`MAX_STACK_DEPTH`]); `LOCKMETER_STACK_DEPTH` wins over this.
+    /// [`MAX_STACK_DEPTH`](crate::MAX_STACK_DEPTH)); `LOCKMETER_STACK_DEPTH` wins over this.
     pub fn stack_depth(mut self, frames: usize) -> Self {
         self.stacks.depth = Some(frames);
         self
@@ -55,58 +56,22 @@ impl LayerBuilder {
 }
 
 impl StackOptions {
-    /// The settings, with the environment applied.
+    /// The settings, with the environment (`crate::env::stacks`) applied.
     pub(crate) fn settings(&self) -> StackSettings {
-        let rate = env_number("LOCKMETER_STACK_RATE", u64::MAX)
+        let env = crate::env::stacks();
+        let rate = env
+            .rate_ns
             .or(self
                 .rate
                 .map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)))
             .unwrap_or(DEFAULT_STACK_RATE.as_nanos() as u64);
-        let depth = env_number("LOCKMETER_STACK_DEPTH", MAX_STACK_DEPTH as u64)
-            .map(|d| d as usize)
-            .or(self.depth)
-            .unwrap_or(DEFAULT_STACK_DEPTH);
+        let depth = env.depth.or(self.depth).unwrap_or(DEFAULT_STACK_DEPTH);
         let mut skip = StackSettings::default_skip();
-        skip.extend(self.skip.iter().cloned());
-        if let Ok(v) = std::env::var("LOCKMETER_SKIP_FRAMES") {
-            skip.extend(parse_skip(&v));
+        for p in self.skip.iter().chain(&env.skip) {
+            if !skip.contains(p) {
+                skip.push(p.clone());
+            }
         }
-        skip.dedup();
         StackSettings::new(rate, depth, skip)
-    }
-}
-
-/// `a::b::, c::` → the non-empty prefixes.
-fn parse_skip(v: &str) -> Vec<String> {
-    v.split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(str::to_string)
-        .collect()
-}
-
-/// A whole number from 0 to `max` in variable `name`; a bad value is
-/// reported and ignored.
-fn env_number(name: &str, max: u64) -> Option<u64> {
-    let value = std::env::var(name).ok()?;
-    match value.trim().parse::<u64>() {
-        Ok(n) if n <= max => Some(n),
-        _ => {
-            eprintln!(
-                "lockmeter: {name}={value}: expected a whole number from 0 to {max}; ignored"
-            );
-            None
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::parse_skip;
-
-    #[test]
-    fn skip_lists_are_comma_separated_prefixes() {
-        assert_eq!(parse_skip(" a::b::, ,c:: "), vec!["a::b::", "c::"]);
-        assert!(parse_skip("").is_empty());
     }
 }

@@ -19,6 +19,7 @@ use crate::export::SnapshotSource;
 use crate::report;
 use lockmeter_wire::write_atomic;
 
+mod profile;
 mod signal;
 
 pub(crate) use self::signal::SignalThread;
@@ -62,7 +63,7 @@ impl DumpFormat {
 
 /// Writes `snap` to `path` atomically in the format of its extension.
 pub(crate) fn write_dump(path: &Path, snap: &Snapshot) -> io::Result<()> {
-    if let Some(written) = super::profile::write_profile(path, snap) {
+    if let Some(written) = profile::write_profile(path, snap) {
         return written;
     }
     write_atomic(path, DumpFormat::for_path(path).render(snap).as_bytes())
