@@ -69,6 +69,11 @@ pub fn is_enter(key: &KeyEvent) -> bool {
     key.code == KeyCode::Enter
 }
 
+/// Opens / closes the stacks pane ("who waits").
+pub fn is_toggle_stacks(key: &KeyEvent) -> bool {
+    is_char(key, 'w')
+}
+
 pub fn is_toggle_detail(key: &KeyEvent) -> bool {
     key.code == KeyCode::Tab
 }
@@ -149,6 +154,7 @@ pub const BINDINGS: &[(&str, &str)] = &[
     ("← h", "collapse (or go to the lock row)"),
     ("Enter", "expand; on an expanded lock, open the detail pane"),
     ("Tab", "open / close the detail pane"),
+    ("w", "open / close the stacks pane (who waits, who holds)"),
     ("t", "toggle per-interval rates / cumulative totals"),
     ("s >  S <", "sort by the next / previous column"),
     ("i", "invert the sort order"),

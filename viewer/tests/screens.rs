@@ -181,3 +181,26 @@ fn resizing_redraws_at_the_new_size() {
     assert!(small.contains("pipe.sem"), "{small}");
     assert!(tiny.contains("too small"), "{tiny}");
 }
+
+/// The stacks pane: the helper's two callers on the waiter side, the
+/// holder's stack on the other, wrapper frames folded away.
+#[test]
+fn stacks_pane_of_a_lock_taken_in_a_helper() {
+    let snap = parse_snapshot(&fixture("stacks.json")).unwrap();
+    let mut app = App::for_dump("stacks.json", snap, TableOptions::default());
+    render(&mut app, 120, 44);
+    app.selected = Some(RowId::Lock("bkl".into()));
+    key(&mut app, KeyCode::Char('w'));
+    let screen = render(&mut app, 120, 44);
+    assert!(
+        screen.contains("bkl::Server::handle_request")
+            && screen.contains("bkl::Server::accept_loop")
+    );
+    assert!(
+        !screen.contains("lockmeter::meter"),
+        "wrapper frames are folded"
+    );
+    insta::assert_snapshot!("stacks_pane", screen);
+    key(&mut app, KeyCode::Esc);
+    assert!(!app.stacks);
+}

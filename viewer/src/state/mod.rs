@@ -130,6 +130,8 @@ pub struct App {
     pub expanded: BTreeSet<String>,
     pub selected: Option<RowId>,
     pub detail: bool,
+    /// The stacks pane of the selected lock or site is open.
+    pub stacks: bool,
     pub help: bool,
     pub paused: bool,
     /// The filter being typed, while `/` is active.
@@ -165,6 +167,7 @@ impl App {
             expanded: BTreeSet::new(),
             selected: None,
             detail: false,
+            stacks: false,
             help: false,
             paused: false,
             filter_input: None,
@@ -251,6 +254,14 @@ impl App {
         match &self.selected {
             Some(id) => rows::find(rows, id).or_else(|| rows::step(rows, None, 0)),
             None => rows::step(rows, None, 0),
+        }
+    }
+
+    /// The call site the selected row is, if it is a site row.
+    pub fn selected_site(&self) -> Option<String> {
+        match &self.selected {
+            Some(RowId::Site { site, .. }) => Some(site.clone()),
+            _ => None,
         }
     }
 
@@ -377,7 +388,9 @@ impl App {
         } else if is_help(key) {
             self.help = true;
         } else if is_escape(key) {
-            if self.detail {
+            if self.stacks {
+                self.stacks = false;
+            } else if self.detail {
                 self.detail = false;
             } else if self.opts.filter.is_some() {
                 self.set_filter(None);
@@ -402,6 +415,8 @@ impl App {
             if !self.expand_selected() {
                 self.detail = true;
             }
+        } else if is_toggle_stacks(key) {
+            self.stacks = !self.stacks;
         } else if is_toggle_detail(key) {
             self.detail = !self.detail;
         } else if is_toggle_totals(key) {

@@ -26,6 +26,20 @@ pub const MIN_HEIGHT: u16 = 10;
 /// Rows the detail pane needs to be worth showing next to the table.
 const DETAIL_MIN_ROWS: u16 = 14;
 
+/// The stacks pane of the selected lock (and site, on a site row).
+fn stacks_pane(frame: &mut Frame<'_>, area: Rect, app: &App) {
+    match (app.shown(), app.selected_lock()) {
+        (Some(snap), Some(lock)) => {
+            stacks::draw(frame, area, snap, lock, app.selected_site().as_deref())
+        }
+        _ => frame.render_widget(
+            Paragraph::new("no lock selected")
+                .block(ratatui::widgets::Block::bordered().title(" stacks ")),
+            area,
+        ),
+    }
+}
+
 /// Draws the whole screen for `app`.
 pub fn draw(frame: &mut Frame<'_>, app: &mut App) {
     let area = frame.area();
@@ -54,7 +68,16 @@ pub fn draw(frame: &mut Frame<'_>, app: &mut App) {
     .areas(area);
 
     frame.render_widget(title_bar(app), title);
-    if app.detail {
+    if app.stacks {
+        if body.height >= 2 * DETAIL_MIN_ROWS {
+            let [top, bottom] =
+                Layout::vertical([Constraint::Fill(2), Constraint::Fill(3)]).areas(body);
+            table::draw(frame, top, app);
+            stacks_pane(frame, bottom, app);
+        } else {
+            stacks_pane(frame, body, app);
+        }
+    } else if app.detail {
         if body.height >= 2 * DETAIL_MIN_ROWS {
             let [top, bottom] =
                 Layout::vertical([Constraint::Fill(2), Constraint::Fill(3)]).areas(body);

@@ -100,9 +100,16 @@ fn stack_lines(stacks: &Stacks, s: &StackSample, total: f64) -> Vec<Line<'static
         ]));
     }
     let more = shown.len().saturating_sub(FRAMES);
-    if more > 0 || folded > 0 {
+    let mut notes = Vec::new();
+    if more > 0 {
+        notes.push(format!("{more} more frames"));
+    }
+    if folded > 0 {
+        notes.push(format!("{folded} wrapper frames folded"));
+    }
+    if !notes.is_empty() {
         out.push(Line::styled(
-            format!("      … {more} more frames, {folded} wrapper frames folded"),
+            format!("      … {}", notes.join(", ")),
             Style::new().fg(Color::DarkGray),
         ));
     }
