@@ -98,7 +98,7 @@ pub(crate) const VARIABLES: &[Variable] = &[
     Variable {
         name: "LOCKMETER_STACK_RATE",
         meaning: "ns: a contended wait of d is captured with probability min(1, d/rate); 0 turns stacks off",
-        default: "100000",
+        default: "1000000",
     },
     Variable {
         name: "LOCKMETER_STACK_DEPTH",

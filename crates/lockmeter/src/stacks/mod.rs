@@ -32,7 +32,12 @@ pub const DEFAULT_STACK_DEPTH: usize = 32;
 pub const MAX_STACK_DEPTH: usize = 64;
 /// Waits this long or longer are always captured; shorter ones with
 /// probability `wait / rate` (see [`crate::LayerBuilder::stack_rate`]).
-pub const DEFAULT_STACK_RATE: Duration = Duration::from_micros(100);
+/// A waiter's stack is captured when it gets the lock, inside the critical
+/// section (where a helper that took the lock is still on the stack), and
+/// one capture costs several microseconds (`docs/performance.md`): the rate
+/// keeps that added time below `capture / rate` of the time waited, under
+/// 1 % at 1 ms.
+pub const DEFAULT_STACK_RATE: Duration = Duration::from_millis(1);
 
 /// Module-path prefixes skipped by default: lockmeter's own frames (and
 /// the unwinder's), `lock_api`'s guards, the `parking_lot` drop-in that

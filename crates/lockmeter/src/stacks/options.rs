@@ -19,8 +19,8 @@ impl LayerBuilder {
     /// Captures the stacks of contended acquisitions (waiter and holder
     /// side) with a probability that grows with the wait: a wait of `d` is
     /// captured with probability `min(1, d / rate)` and counts `1/p` times,
-    /// like Go's block profile rate (default [`DEFAULT_STACK_RATE`], 100 µs:
-    /// every wait of 100 µs or more). `Duration::ZERO` turns stacks off.
+    /// like Go's block profile rate (default [`DEFAULT_STACK_RATE`], 1 ms:
+    /// every wait of 1 ms or more). `Duration::ZERO` turns stacks off.
     /// `LOCKMETER_STACK_RATE` (nanoseconds) wins over this. Uncontended
     /// acquisitions never capture a stack.
     pub fn stack_rate(mut self, rate: Duration) -> Self {
