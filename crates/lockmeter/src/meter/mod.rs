@@ -340,25 +340,32 @@ impl Probe {
 }
 
 /// Charges the waiting a released hold caused to the releasing thread's
-/// stack, in its entry for (this lock, the holder's `site`, `mode`).
+/// stack, in its entry for (this lock, the holder's `site`, `mode`). The
+/// entry is looked up only when the stack is to be captured.
 #[cold]
 #[inline(never)]
 pub(super) fn blame_holder(meta: &Meta, site: *mut Location<'static>, mode: Mode) {
-    if site.is_null() {
-        return;
-    }
-    // SAFETY: only `&'static Location` addresses are stored in `holder`.
-    let site: &'static Location<'static> = unsafe { &*site };
-    let Some(probe) = Probe::lookup(meta, site, mode) else {
+    let Some(rec) = recorder::current() else {
         return;
     };
-    let rec = probe.recorder();
-    if rec.stacks.rate_ns == 0 {
+    // SAFETY: the recorder of the subscriber in effect outlives this call.
+    let rec = unsafe { &*rec };
+    if rec.stacks.rate_ns == 0 || site.is_null() {
         return;
     }
-    let e = probe.entry();
-    let (waiters, ticks) = meta.blame.charge(e.clock().raw());
-    stack_hooks::holder(rec, e, waiters, ticks);
+    let (waiters, ticks) = meta.blame.charge(rec.clock.raw());
+    let blamed = rec
+        .clock
+        .delta_as_nanos(0, ticks)
+        .saturating_mul(u64::from(waiters.max(1)));
+    let Some(weight) = crate::stacks::weight_of(rec.stacks.rate_ns, blamed) else {
+        return;
+    };
+    // SAFETY: only `&'static Location` addresses are stored in `holder`.
+    let site: &'static Location<'static> = unsafe { &*site };
+    if let Some(probe) = Probe::lookup(meta, site, mode) {
+        stack_hooks::holder(rec, probe.entry(), weight, blamed);
+    }
 }
 
 /// A blocking acquisition: records it when observed, otherwise runs `plain`.

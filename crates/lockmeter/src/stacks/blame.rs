@@ -16,7 +16,7 @@
 //! ```text
 //!  63        48 47                                  0
 //! +------------+-------------------------------------+
-//! |  waiters   |  since: raw clock >> SHIFT (mod 2^48) |
+//! |  waiters   |  since: raw clock >> SHIFT (mod 2^48)  |
 //! +------------+-------------------------------------+
 //! ```
 //!
@@ -44,29 +44,25 @@ impl Blame {
         Blame(AtomicU64::new(0))
     }
 
-    /// Applies `f` until it sticks; `None` from `f` leaves the word alone.
-    fn update(&self, f: impl FnMut(u64) -> Option<u64>) -> u64 {
-        self.0
-            .fetch_update(Relaxed, Relaxed, f)
-            .unwrap_or_else(|v| v)
-    }
-
-    /// A wait begins at raw clock reading `start`.
+    /// A wait begins at raw clock reading `start`: one `fetch_add`, and
+    /// for the first waiter one `compare_exchange` to set `since`.
     pub(crate) fn begin_wait(&self, start: u64) {
-        self.update(|w| {
-            let waiters = w >> SINCE_BITS;
-            Some(match waiters {
-                0 => ONE_WAITER | stamp(start),
-                0xFFFF => w,
-                _ => w + ONE_WAITER,
-            })
-        });
+        let before = self.0.fetch_add(ONE_WAITER, Relaxed);
+        if before < ONE_WAITER {
+            // First in: start the stretch. If the word moved meanwhile
+            // (another waiter, a charge), it has a start already.
+            let _ = self.0.compare_exchange(
+                before + ONE_WAITER,
+                ONE_WAITER | stamp(start),
+                Relaxed,
+                Relaxed,
+            );
+        }
     }
 
-    /// A wait ended (acquired or given up).
+    /// A wait ended (acquired or given up); once per `begin_wait`.
     pub(crate) fn end_wait(&self) {
-        // Never below zero, even if a wait were ended twice by mistake.
-        self.update(|w| (w >= ONE_WAITER).then(|| w - ONE_WAITER));
+        self.0.fetch_sub(ONE_WAITER, Relaxed);
     }
 
     /// Whether a thread waits now. Read by the holder before its unlock.
@@ -78,7 +74,10 @@ impl Blame {
     /// The waiting to charge to a hold released at raw reading `now`, as
     /// (waiters, raw ticks of the stretch), moving the start to `now`.
     pub(crate) fn charge(&self, now: u64) -> (u32, u64) {
-        let before = self.update(|w| Some((w & !SINCE_MASK) | stamp(now)));
+        let before = self
+            .0
+            .fetch_update(Relaxed, Relaxed, |w| Some((w & !SINCE_MASK) | stamp(now)))
+            .unwrap_or_else(|w| w);
         let ticks = (stamp(now).wrapping_sub(before & SINCE_MASK) & SINCE_MASK) << SHIFT;
         ((before >> SINCE_BITS) as u32, ticks)
     }
@@ -98,7 +97,6 @@ mod tests {
         assert_eq!(b.charge(200 << 8), (2, 100 << 8));
         b.end_wait();
         assert_eq!(b.charge(260 << 8), (1, 60 << 8));
-        b.end_wait();
         b.end_wait();
         assert!(!b.anyone_waiting());
     }

@@ -36,20 +36,12 @@ pub(crate) fn waiter_held(e: &Entry, c: Captured, hold_ns: u64) {
     e.stacks.add_hold(c.slot, c.weight, hold_ns);
 }
 
-/// A hold that made `waiters` threads wait for `ticks` of the raw clock
-/// was released: maybe captures the holder's stack, charged with the
-/// waiter-time it caused.
+/// A hold that made others wait `blamed_ns` (waiter-time) was released,
+/// and its stack is to be captured with weight `weight`.
 #[cold]
 #[inline(never)]
-pub(crate) fn holder(rec: &Recorder, e: &Entry, waiters: u32, ticks: u64) {
-    let blamed = e
-        .clock()
-        .delta_as_nanos(0, ticks)
-        .saturating_mul(u64::from(waiters.max(1)));
-    let Some(weight) = weight_of(rec.stacks.rate_ns, blamed) else {
-        return;
-    };
+pub(crate) fn holder(rec: &Recorder, e: &Entry, weight: f64, blamed_ns: u64) {
     let mut buf = [0usize; MAX_STACK_DEPTH];
     let n = capture(&mut buf[..rec.stacks.depth]);
-    e.stacks.record(Side::Holder, &buf[..n], weight, blamed);
+    e.stacks.record(Side::Holder, &buf[..n], weight, blamed_ns);
 }
