@@ -146,9 +146,11 @@ pub(crate) struct Probe {
 pub(crate) struct Waiting {
     start: u64,
     holder: *mut Location<'static>,
-    /// The lock's blame word while stacks are on (this wait is counted in
-    /// it until dropped), else null.
+    /// The lock's blame word if this wait is counted in it (until
+    /// dropped; one wait in `stacks::BLAME_EVERY`), else null.
     blame: *const Blame,
+    /// Stacks are on: the waiter's stack may be captured.
+    stacks: bool,
 }
 
 impl Drop for Waiting {
@@ -260,7 +262,8 @@ impl Probe {
     #[inline]
     fn contended_from(&self, meta: &Meta, sampled_start: Option<u64>) -> Waiting {
         let start = sampled_start.unwrap_or_else(|| self.entry().clock().raw());
-        let blame = if self.recorder().stacks.rate_ns != 0 {
+        let stacks = self.recorder().stacks.rate_ns != 0;
+        let blame = if stacks && crate::stacks::counts_for_blame() {
             meta.blame.begin_wait(start);
             &meta.blame as *const Blame
         } else {
@@ -270,6 +273,7 @@ impl Probe {
             start,
             holder: meta.holder.load(Relaxed),
             blame,
+            stacks,
         }
     }
 
@@ -295,10 +299,10 @@ impl Probe {
         // The waiter's stack, while the helper that took the lock is still
         // on it; sampled, so its cost stays under `capture / rate` of the
         // time waited.
-        let stack = if waiting.blame.is_null() {
-            None
-        } else {
+        let stack = if waiting.stacks {
             stack_hooks::waiter(self.recorder(), e, wait_ns)
+        } else {
+            None
         };
         Hold::contended(e, now, wait_ns, waiting.holder, stack)
     }
@@ -354,10 +358,11 @@ pub(super) fn blame_holder(meta: &Meta, site: *mut Location<'static>, mode: Mode
         return;
     }
     let (waiters, ticks) = meta.blame.charge(rec.clock.raw());
+    // Each counted waiter stands for `BLAME_EVERY` waits.
     let blamed = rec
         .clock
         .delta_as_nanos(0, ticks)
-        .saturating_mul(u64::from(waiters.max(1)));
+        .saturating_mul(u64::from(waiters.max(1)) * crate::stacks::BLAME_EVERY);
     let Some(weight) = crate::stacks::weight_of(rec.stacks.rate_ns, blamed) else {
         return;
     };

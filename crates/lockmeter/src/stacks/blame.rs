@@ -1,8 +1,9 @@
 //! Who made a waiter wait: the per-lock state that tells a releasing
 //! holder it is to be blamed, and by how much.
 //!
-//! A waiter (observed, stacks on) counts itself in when its wait begins
-//! and out when it ends; the first one in also sets `since`. A holder
+//! A waiter (observed, stacks on, one in `BLAME_EVERY`, which then stands
+//! for that many) counts itself in when its wait begins and out when it
+//! ends; the first one in also sets `since`. A holder
 //! reads the word once, just before its unlock, while it still holds the
 //! lock (one load of a line it owns: the only cost on the uncontended
 //! path). If anyone waits, it is charged, after the unlock, with
