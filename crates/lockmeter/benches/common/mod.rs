@@ -15,10 +15,10 @@ use criterion::Criterion;
 
 use bare::{BareSemaphore, BareSpinLock};
 
-/// The same operation `|l| op` on a bare lock and on its instrumented
+/// The same operation `l => op` on a bare lock and on its instrumented
 /// twin, as `{prefix}bare` and `{prefix}instrumented` in `group`.
 macro_rules! same_op {
-    ($c:expr, $group:expr, $prefix:expr, $bare:expr, $inst:expr, |$l:ident| $op:expr) => {{
+    ($c:expr, $group:expr, $prefix:expr, $bare:expr, $inst:expr, $l:ident => $op:expr) => {{
         let (bare, inst) = ($bare, $inst);
         pair(
             $c,
@@ -38,35 +38,26 @@ macro_rules! same_op {
 
 /// Every pair, in groups named `{phase}/{lock}`.
 pub fn lock_pairs(c: &mut Criterion, phase: &str) {
-    let (bare, inst) = (
-        BareSpinLock::new(0u64),
-        lockmeter::SpinLock::named("bench.spinlock", 0u64),
-    );
-    same_op!(c, &format!("{phase}/spinlock"), "", &bare, &inst, |l| *l
-        .lock() +=
-        1);
+    let bare = BareSpinLock::new(0u64);
+    let inst = lockmeter::SpinLock::named("bench.spinlock", 0u64);
+    let group = format!("{phase}/spinlock");
+    same_op!(c, &group, "", &bare, &inst, l => *l.lock() += 1);
 
-    let (bare, inst) = (
-        parking_lot::Mutex::new(0u64),
-        lockmeter::Mutex::named("bench.mutex", 0u64),
-    );
-    same_op!(c, &format!("{phase}/mutex"), "", &bare, &inst, |l| *l
-        .lock() +=
-        1);
+    let bare = parking_lot::Mutex::new(0u64);
+    let inst = lockmeter::Mutex::named("bench.mutex", 0u64);
+    let group = format!("{phase}/mutex");
+    same_op!(c, &group, "", &bare, &inst, l => *l.lock() += 1);
 
-    let (bare, inst) = (
-        parking_lot::RwLock::new(0u64),
-        lockmeter::RwLock::named("bench.rwlock", 0u64),
-    );
+    let bare = parking_lot::RwLock::new(0u64);
+    let inst = lockmeter::RwLock::named("bench.rwlock", 0u64);
     let group = format!("{phase}/rwlock");
-    same_op!(c, &group, "read/", &bare, &inst, |l| *l.read());
-    same_op!(c, &group, "write/", &bare, &inst, |l| *l.write() += 1);
+    same_op!(c, &group, "read/", &bare, &inst, l => *l.read());
+    same_op!(c, &group, "write/", &bare, &inst, l => *l.write() += 1);
 
-    let (bare, inst) = (
-        BareSemaphore::new(1),
-        lockmeter::Semaphore::named("bench.semaphore", 1),
-    );
-    same_op!(c, &format!("{phase}/semaphore"), "", &bare, &inst, |l| {
+    let bare = BareSemaphore::new(1);
+    let inst = lockmeter::Semaphore::named("bench.semaphore", 1);
+    let group = format!("{phase}/semaphore");
+    same_op!(c, &group, "", &bare, &inst, l => {
         l.down();
         l.up();
     });
