@@ -11,6 +11,7 @@
 //! - [`render`]: the text table, CSV and JSON renderings.
 //! - [`diff`]: before/after comparison of two snapshots.
 //! - [`advice`]: advisories computed from the stats.
+//! - [`now`]: what is held and waited on now, deadlocks, lock order.
 //! - [`wire`]: the live endpoint's newline-delimited JSON messages.
 //! - [`discovery`]: where endpoints live and how to find them.
 
@@ -18,6 +19,7 @@ pub mod advice;
 pub mod diff;
 pub mod discovery;
 pub mod dist;
+pub mod now;
 pub mod read;
 pub mod render;
 mod snapshot;

@@ -45,17 +45,19 @@ pub mod export;
 mod layer;
 mod meter;
 mod mutex;
+mod now;
+mod primitive;
 mod recorder;
 mod rwlock;
 mod semaphore;
 mod slow;
 mod spinlock;
-mod primitive;
 mod waitqueue;
 
 pub use layer::{Handle, Layer, LayerBuilder, DEFAULT_HOLD_SAMPLING, DEFAULT_SLOW_THRESHOLD};
 pub use lockmeter_model as model;
 pub use mutex::{MeteredMutex, MeteredMutexGuard, Mutex, MutexGuard};
+pub use now::DEFAULT_DEADLOCK_INTERVAL;
 pub use rwlock::{
     MeteredReadGuard, MeteredRwLock, MeteredWriteGuard, RwLock, RwLockReadGuard, RwLockWriteGuard,
 };

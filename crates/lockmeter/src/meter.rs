@@ -20,6 +20,7 @@ use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use lockmeter_model::LockKind;
 
 use crate::class::{Class, Mode, SiteKey};
+use crate::now;
 use crate::recorder::{self, entry::Entry};
 use crate::slow;
 
@@ -41,6 +42,12 @@ pub(crate) struct Meta {
 }
 
 impl Meta {
+    /// The instance's identity in `now`: this field's address.
+    #[inline(always)]
+    fn instance(&self) -> usize {
+        self as *const Meta as usize
+    }
+
     pub(crate) const fn new(class: Class) -> Meta {
         Meta {
             class,
@@ -155,8 +162,9 @@ impl Probe {
         let e = self.entry();
         e.nowait.add(1);
         self.note_owner(meta, site);
+        let held = now::hold_begins(meta.instance(), self.entry, self.recorder);
         match start {
-            None => Hold::NONE,
+            None => Hold { held, ..Hold::NONE },
             Some(start) => {
                 e.outstanding.add(1);
                 Hold {
@@ -164,6 +172,7 @@ impl Probe {
                     start,
                     wait_ns: 0,
                     waited_behind: None,
+                    held,
                 }
             }
         }
@@ -179,6 +188,7 @@ impl Probe {
     /// sampled attempt already took, if it took one.
     #[inline]
     fn contended_from(&self, meta: &Meta, sampled_start: Option<u64>) -> Waiting {
+        now::wait_begins(meta.instance(), self.entry, self.recorder);
         Waiting {
             start: sampled_start.unwrap_or_else(|| self.entry().clock.raw()),
             holder: meta.holder.load(Relaxed),
@@ -207,11 +217,13 @@ impl Probe {
         e.sleeps.add(sleeps);
         self.note_owner(meta, site);
         e.outstanding.add(1);
+        let held = now::wait_ends_held(meta.instance(), self.entry, self.recorder, wait_ns);
         Hold {
             entry: self.entry,
             start: now,
             wait_ns,
             waited_behind: Some(waiting.holder),
+            held,
         }
     }
 
@@ -222,6 +234,7 @@ impl Probe {
 
     /// A timed acquisition that waited and gave up.
     pub(crate) fn rejected_after_wait(self, spins: u64, sleeps: u64) {
+        now::wait_ends();
         let e = self.entry();
         e.rejected.add(1);
         e.spins.add(spins);
@@ -260,6 +273,8 @@ pub(crate) struct Hold {
     /// `None` on a timed hold means an uncontended one, timed as one of a
     /// sample.
     waited_behind: Option<*mut Location<'static>>,
+    /// Where `now` records this hold ([`now::UNTRACKED`]: nowhere).
+    held: u32,
 }
 
 impl Hold {
@@ -269,10 +284,12 @@ impl Hold {
         start: 0,
         wait_ns: 0,
         waited_behind: None,
+        held: now::UNTRACKED,
     };
 
     /// Ends a hold without timing it (a semaphore `down` without a permit).
     pub(crate) fn discard(self) {
+        now::hold_ends(self.held);
         if !self.entry.is_null() {
             // SAFETY: see `Probe::entry`.
             let e = unsafe { &*self.entry };
@@ -294,9 +311,12 @@ impl Hold {
         }
     }
 
-    /// Runs `unlock` and records the hold time if the hold is timed.
+    /// Runs `unlock` and records the hold time if the hold is timed. The
+    /// hold leaves `now` before the unlock, so `now` never shows a lock
+    /// held that another thread may already have.
     #[inline(always)]
     pub(crate) fn release(&self, unlock: impl FnOnce()) {
+        now::hold_ends(self.held);
         if self.entry.is_null() {
             unlock();
             return;
