@@ -30,8 +30,9 @@ pub(crate) const MAX_HELD: usize = 16;
 pub(crate) const MAX_WAITS: usize = 2;
 /// The index of a hold that is not in the table.
 pub const UNTRACKED: u32 = u32::MAX;
-/// Reads that found the table changing before a reader gives up.
-const READ_ATTEMPTS: usize = 64;
+/// Reads that found the table changing before a reader gives up (few
+/// under loom, whose state space grows with every retry).
+const READ_ATTEMPTS: usize = if cfg!(lockmeter_loom) { 2 } else { 64 };
 
 /// One held lock or wait. `lock == 0` is an empty record.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

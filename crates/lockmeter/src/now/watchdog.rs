@@ -42,6 +42,11 @@ static DISPATCHES: Mutex<Vec<(usize, WeakDispatch)>> = Mutex::new(Vec::new());
 
 /// Starts the watchdog thread once per process.
 pub(crate) fn start() {
+    // Under Miri a thread ticking every 10 ms would only slow the
+    // interpreter; hold ages stay 0 there.
+    if cfg!(miri) {
+        return;
+    }
     START.call_once(|| {
         super::tick();
         let spawned = std::thread::Builder::new()
