@@ -71,6 +71,7 @@ pub struct NowLock {
     pub instance: String,
     /// The class id, as in `locks[].id`.
     pub id: String,
+    /// The primitive it is.
     pub kind: LockKind,
     /// Every holder: one for an exclusive lock, every reader of an rwlock,
     /// every `acquire()` permit of a semaphore.
@@ -84,6 +85,7 @@ pub struct NowLock {
 /// A thread holding a lock.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NowHolder {
+    /// The thread.
     pub thread: ThreadRef,
     /// Where it acquired the lock.
     pub site: String,
@@ -100,9 +102,11 @@ pub struct NowHolder {
 /// A thread waiting to acquire a lock.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NowWaiter {
+    /// The thread.
     pub thread: ThreadRef,
     /// Where it is waiting (the caller of `lock()`).
     pub site: String,
+    /// `read` or `write` for rwlocks; absent for other kinds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<String>,
     /// How long it has waited so far.
@@ -130,9 +134,11 @@ pub struct Chain {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct ChainLink {
+    /// The thread.
     pub thread: ThreadRef,
     /// The class id of the lock it waits on.
     pub waits_on: String,
+    /// The instance, `0x...` (see [`NowLock::instance`]).
     pub instance: String,
     /// Where it waits.
     pub site: String,
@@ -176,6 +182,7 @@ impl Deadlock {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct DeadlockedThread {
+    /// The thread.
     pub thread: ThreadRef,
     /// The lock it waits on and where.
     pub waits_on: LockAt,
@@ -189,9 +196,13 @@ pub struct DeadlockedThread {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct LockAt {
+    /// The class id, as in `locks[].id`.
     pub id: String,
+    /// The instance, `0x...` (see [`NowLock::instance`]).
     pub instance: String,
+    /// The call site, `file:line:column`.
     pub site: String,
+    /// `read` or `write` for rwlocks; absent for other kinds.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mode: Option<String>,
 }
@@ -224,9 +235,13 @@ impl LockOrder {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct OrderEdge {
+    /// The class held.
     pub held: String,
+    /// Where the held lock was acquired.
     pub held_site: String,
+    /// The class acquired while `held` was held.
     pub acquired: String,
+    /// Where it was acquired.
     pub acquired_site: String,
     /// How often.
     pub count: u64,
@@ -239,7 +254,9 @@ pub struct OrderEdge {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Inversion {
+    /// The class whose id sorts first.
     pub first: String,
+    /// The other class.
     pub second: String,
     /// The heaviest edge first → second.
     pub forward: OrderEdge,

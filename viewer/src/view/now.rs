@@ -3,8 +3,8 @@
 //! heaviest first with their inversions. Also the deadlock banner, which
 //! stays on screen once a deadlock was seen.
 
+use lockmeter_model::format::format_ns;
 use lockmeter_model::now::Deadlock;
-use lockmeter_model::render::format_ns;
 use lockmeter_model::Snapshot;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};

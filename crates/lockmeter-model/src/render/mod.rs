@@ -11,13 +11,11 @@
 //! - [`csv_table`]: one row per lock and per call site with every field.
 //! - [`json`]: the v1 object itself.
 //! - [`diff_text`] / [`diff_csv`]: reports of a [`crate::diff::SnapshotDiff`].
-//! - [`now_text`]: what is held and waited on now, deadlocks, inversions.
 //! - [`sorted_locks`] / [`sorted_lock_rows`]: the row order all of these
 //!   use, for the viewer to share.
 
 mod csv;
 mod diff_report;
-mod format;
 mod now;
 mod order;
 mod sort;
@@ -25,13 +23,10 @@ mod text;
 
 pub use self::csv::csv_table;
 pub use self::diff_report::{diff_csv, diff_text};
-pub use self::format::{format_ns, format_pct};
 pub use self::now::now_text;
 pub use self::order::{sorted_lock_rows, sorted_locks, sorted_sites, LockRow};
 pub use self::sort::{ParseSortKeyError, SortKey, TableOptions};
 pub use self::text::{text_table, text_table_with};
-
-pub(crate) use self::format::sanitize;
 
 use crate::Snapshot;
 

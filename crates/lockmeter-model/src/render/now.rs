@@ -7,7 +7,7 @@
 
 use std::fmt::Write as _;
 
-use super::{format_ns, sanitize};
+use crate::format::{format_ns, sanitize};
 use crate::now::{Deadlock, NowLock};
 use crate::Snapshot;
 

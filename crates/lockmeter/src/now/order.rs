@@ -126,7 +126,7 @@ pub(crate) fn record(slot: &ThreadSlot, acquired: &Rec, wait_ns: u64) {
 unsafe fn describe(what: usize) -> (String, String) {
     // SAFETY: the caller guarantees the entry is alive.
     let e = unsafe { &*(what as *const Entry) };
-    (e.key.class.id(), format_location(e.key.site))
+    (e.key().class.id(), format_location(e.key().site))
 }
 
 type EdgeKey = (usize, String, String, String, String);

@@ -59,10 +59,10 @@ unsafe fn resolve(r: &Rec) -> Acq {
     let e = unsafe { &*((r.what & !Rec::LOOSE) as *const Entry) };
     Acq {
         lock: r.lock,
-        id: e.key.class.id(),
-        kind: e.key.kind,
-        site: format_location(e.key.site),
-        mode: e.key.mode.label(),
+        id: e.key().class.id(),
+        kind: e.key().kind,
+        site: format_location(e.key().site),
+        mode: e.key().mode.label(),
         recorder: r.recorder,
         since: r.since,
         loose: r.what & Rec::LOOSE != 0,
