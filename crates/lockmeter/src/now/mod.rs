@@ -127,12 +127,21 @@ fn rec(lock: usize, entry: *const Entry, recorder: *const Recorder) -> Rec {
 pub(crate) fn hold_begins(lock: usize, entry: *const Entry, recorder: *const Recorder) -> u32 {
     thread::with_slot(|s| {
         let r = rec(lock, entry, recorder);
-        if s.table.holds() != 0 && ORDER.load(Relaxed) {
-            order::record(s, &r, 0);
+        match s.table.holds() {
+            0 => s.table.hold(r),
+            _ => hold_nested(s, r, 0),
         }
-        s.table.hold(r)
     })
     .unwrap_or(UNTRACKED)
+}
+
+/// A hold taken while others are held: a lock-order edge from each.
+#[inline(never)]
+fn hold_nested(s: &thread::ThreadSlot, r: Rec, wait_ns: u64) -> u32 {
+    if ORDER.load(Relaxed) {
+        order::record(s, &r, wait_ns);
+    }
+    s.table.hold_nested(r)
 }
 
 /// The hold at `ix` is about to be released.
@@ -143,7 +152,7 @@ pub(crate) fn hold_ends(ix: u32) {
     }
 }
 
-#[inline]
+#[inline(always)]
 fn hold_ends_tracked(ix: u32) {
     thread::with_slot(|s| s.table.release(ix));
 }

@@ -71,6 +71,7 @@ impl Slot {
         }
     }
 
+    #[inline(always)]
     fn set(&self, r: Rec) {
         self.what.store(r.what, Relaxed);
         self.recorder.store(r.recorder, Relaxed);
@@ -158,9 +159,23 @@ impl Table {
     }
 
     /// Records a hold; returns its index for [`Table::release`], or
-    /// [`UNTRACKED`] when the table is full.
-    #[inline]
+    /// [`UNTRACKED`] when the table is full. The first hold of a thread
+    /// holding nothing (the common case) is a few stores, inline.
+    #[inline(always)]
     pub fn hold(&self, r: Rec) -> u32 {
+        if self.holds() == 0 {
+            self.change(|| {
+                self.held[0].set(r);
+                self.held_len.store(1, Relaxed);
+            });
+            return 0;
+        }
+        self.hold_nested(r)
+    }
+
+    /// [`Table::hold`] while other locks are held.
+    #[inline(never)]
+    pub fn hold_nested(&self, r: Rec) -> u32 {
         let len = self.holds();
         // Reuse a hole left by an out-of-order release (hand-over-hand
         // locking), else the next free record.
@@ -181,9 +196,21 @@ impl Table {
         ix as u32
     }
 
-    /// Forgets the hold at `ix`.
-    #[inline]
+    /// Forgets the hold at `ix`; releasing a thread's only hold is inline.
+    #[inline(always)]
     pub fn release(&self, ix: u32) {
+        if ix == 0 && self.holds() == 1 {
+            self.change(|| {
+                self.held[0].lock.store(0, Relaxed);
+                self.held_len.store(0, Relaxed);
+            });
+            return;
+        }
+        self.release_nested(ix);
+    }
+
+    #[inline(never)]
+    fn release_nested(&self, ix: u32) {
         let ix = ix as usize;
         if ix >= MAX_HELD {
             return;
