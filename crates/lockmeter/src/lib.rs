@@ -88,9 +88,12 @@
 //! sendable(queue.lock());
 //! ```
 
+#![warn(missing_docs)]
+
 mod backoff;
 mod class;
 mod clock;
+mod env;
 #[cfg(unix)]
 pub mod export;
 mod layer;
@@ -99,6 +102,7 @@ mod mutex;
 mod now;
 mod primitive;
 mod recorder;
+mod report;
 mod rwlock;
 mod semaphore;
 mod slow;
