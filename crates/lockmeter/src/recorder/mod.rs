@@ -212,6 +212,7 @@ impl Recorder {
         snap.dropped_records = self.dropped.load(Relaxed);
         snap.sampling.uncontended_hold_every = self.sample_every;
         snap.locks = locks;
+        crate::now::fill(&mut snap, self);
         snap
     }
 
@@ -234,6 +235,7 @@ impl Recorder {
 impl Drop for Recorder {
     fn drop(&mut self) {
         OBSERVERS.fetch_sub(1, Relaxed);
+        crate::now::forget_recorder(self as *const Recorder as usize);
     }
 }
 
