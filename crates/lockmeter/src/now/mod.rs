@@ -278,7 +278,7 @@ pub(crate) mod env {
             _ => return None,
         };
         let secs = n * scale;
-        (secs.is_finite() && secs >= 0.0 && secs < 1e9).then(|| Duration::from_secs_f64(secs))
+        (secs.is_finite() && (0.0..1e9).contains(&secs)).then(|| Duration::from_secs_f64(secs))
     }
 
     #[cfg(test)]
