@@ -215,10 +215,6 @@ impl Ring {
     }
 }
 
-#[allow(
-    clippy::large_enum_variant,
-    reason = "the guard is the experiment's lock, kept inline as a program would keep it: boxing it would add a pointer chase to one variant only"
-)]
 enum Guard {
     Semaphore(Semaphore),
     Spin(SpinLock<()>),

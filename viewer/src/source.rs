@@ -16,10 +16,6 @@ use crate::state::{Feed, Frame};
 
 /// A file's contents.
 #[derive(Debug)]
-#[allow(
-    clippy::large_enum_variant,
-    reason = "made once per file and taken apart at once"
-)]
 pub enum Loaded {
     Dump(Snapshot),
     Recording {
@@ -76,10 +72,6 @@ fn read_recording(text: &str) -> Result<Loaded, ReadError> {
 }
 
 /// A source the event loop polls.
-#[allow(
-    clippy::large_enum_variant,
-    reason = "one source per viewer, made once"
-)]
 pub enum Source {
     /// A file: everything was loaded up front.
     Static,

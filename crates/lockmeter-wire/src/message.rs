@@ -63,10 +63,6 @@ pub enum Request {
 /// What the server sends.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-#[allow(
-    clippy::large_enum_variant,
-    reason = "a response is built, encoded and dropped, or decoded and taken apart, one at a time; boxing the snapshots would change every match for no saving"
-)]
 pub enum Response {
     /// Sent once, first, on every connection.
     Hello(Hello),
