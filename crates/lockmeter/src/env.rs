@@ -96,6 +96,21 @@ pub(crate) const VARIABLES: &[Variable] = &[
         default: "64",
     },
     Variable {
+        name: "LOCKMETER_DEADLOCK",
+        meaning: "deadlocks reported within this interval (1s, 200ms, ...); off disables",
+        default: "1s",
+    },
+    Variable {
+        name: "LOCKMETER_STALL",
+        meaning: "holds and waits still going on after this long are reported (500ms, 2s, ...)",
+        default: "off",
+    },
+    Variable {
+        name: "LOCKMETER_LOCK_ORDER",
+        meaning: "1 records lock order: edges held -> acquired, and inversions",
+        default: "0",
+    },
+    Variable {
         name: "LOCKMETER_QUIET",
         meaning: "1 drops the confirmation lines on stderr",
         default: "0",
@@ -134,6 +149,75 @@ fn hold_sampling_in(get: Lookup<'_>) -> (Option<u32>, Option<String>) {
             (None, Some(ignored(NAME, &v, &why)))
         }
     }
+}
+
+/// `s` with `LOCKMETER_DEADLOCK`, `LOCKMETER_STALL` and
+/// `LOCKMETER_LOCK_ORDER` from the process environment put over it.
+pub(crate) fn now_overrides(s: crate::now::Settings) -> crate::now::Settings {
+    let (s, warnings) = now_overrides_in(s, &|name| std::env::var_os(name));
+    for w in warnings {
+        crate::report::warn(w);
+    }
+    s
+}
+
+/// [`now_overrides`] as `get` sees the variables, and one message per
+/// value that was ignored.
+fn now_overrides_in(
+    mut s: crate::now::Settings,
+    get: Lookup<'_>,
+) -> (crate::now::Settings, Vec<String>) {
+    let mut warnings = Vec::new();
+    let set = |name: &str| get(name).filter(|v| !v.is_empty());
+    for (name, slot) in [
+        ("LOCKMETER_DEADLOCK", &mut s.deadlock),
+        ("LOCKMETER_STALL", &mut s.stall),
+    ] {
+        if let Some(v) = set(name) {
+            match parse_switch_duration(&v.to_string_lossy()) {
+                Some(d) => *slot = Some(d),
+                None => warnings.push(ignored(
+                    name,
+                    &v,
+                    "expected off or a duration such as 500ms or 2s",
+                )),
+            }
+        }
+    }
+    if let Some(v) = set("LOCKMETER_LOCK_ORDER") {
+        match parse_bool(&v) {
+            Some(on) => s.lock_order = Some(on),
+            None => warnings.push(ignored("LOCKMETER_LOCK_ORDER", &v, "expected 1 or 0")),
+        }
+    }
+    (s, warnings)
+}
+
+/// `off`/`0` → `Some(None)`; `1.5s`, `200ms`, `50us`, `10ns`, `1m`, or a
+/// bare number of milliseconds → `Some(Some(d))`; anything else `None`.
+fn parse_switch_duration(v: &str) -> Option<Option<std::time::Duration>> {
+    let v = v.trim();
+    if matches!(v, "off" | "0" | "false" | "no") {
+        return Some(None);
+    }
+    let split = v
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(v.len());
+    let (num, unit) = v.split_at(split);
+    let n: f64 = num.parse().ok()?;
+    let scale = match unit.trim() {
+        "" | "ms" => 1e-3,
+        "s" => 1.0,
+        "us" | "µs" => 1e-6,
+        "ns" => 1e-9,
+        "m" | "min" => 60.0,
+        _ => return None,
+    };
+    let secs = n * scale;
+    (secs.is_finite() && secs > 0.0 && secs < 1e9)
+        .then(|| std::time::Duration::from_secs_f64(secs))
+        .filter(|d| !d.is_zero())
+        .map(Some)
 }
 
 /// `config` with every set export variable applied, and one message per
@@ -479,12 +563,43 @@ mod tests {
         };
         export_overrides(ExportConfig::default(), &get);
         hold_sampling_in(&get);
+        now_overrides_in(Default::default(), &get);
         let mut asked = asked.into_inner();
         asked.sort();
         asked.dedup();
         let mut table: Vec<String> = VARIABLES.iter().map(|v| v.name.to_string()).collect();
         table.sort();
         assert_eq!(asked, table);
+    }
+
+    #[test]
+    fn now_durations_and_switches_parse_or_are_refused() {
+        let ms = Duration::from_millis;
+        assert_eq!(parse_switch_duration("off"), Some(None));
+        assert_eq!(parse_switch_duration("0"), Some(None));
+        assert_eq!(parse_switch_duration("200ms"), Some(Some(ms(200))));
+        assert_eq!(parse_switch_duration("1.5s"), Some(Some(ms(1500))));
+        assert_eq!(parse_switch_duration("250"), Some(Some(ms(250))));
+        assert_eq!(
+            parse_switch_duration(" 50us "),
+            Some(Some(Duration::from_micros(50)))
+        );
+        for bad in ["", "abc", "-1s", "1h", "1e9s", "0ms", "1..2s"] {
+            assert_eq!(parse_switch_duration(bad), None, "{bad:?}");
+        }
+        let get = |name: &str| match name {
+            "LOCKMETER_DEADLOCK" => Some(OsString::from("off")),
+            "LOCKMETER_STALL" => Some(OsString::from("soon")),
+            "LOCKMETER_LOCK_ORDER" => Some(OsString::from("1")),
+            _ => None,
+        };
+        let (s, w) = now_overrides_in(Default::default(), &get);
+        assert_eq!(
+            (s.deadlock, s.stall, s.lock_order),
+            (Some(None), None, Some(true))
+        );
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].starts_with("LOCKMETER_STALL=soon"), "{w:?}");
     }
 
     /// `docs/endpoint.md` shows the table: one row per variable, with the
