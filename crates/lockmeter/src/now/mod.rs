@@ -195,7 +195,7 @@ pub(crate) fn wait_ends_held(
 pub(crate) fn fill(snap: &mut Snapshot, recorder: *const Recorder) {
     let recorder = recorder as usize;
     let (p, order) = picture::gather(Some(recorder));
-    snap.now = picture::now(
+    *snap.now = picture::now(
         &p,
         recorder,
         precise_ns(),
@@ -203,5 +203,5 @@ pub(crate) fn fill(snap: &mut Snapshot, recorder: *const Recorder) {
         snap.window.end_unix_ns,
     );
     snap.deadlocks = watchdog::deadlocks_of(recorder);
-    snap.lock_order = order.unwrap_or_default();
+    *snap.lock_order = order.unwrap_or_default();
 }

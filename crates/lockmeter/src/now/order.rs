@@ -60,7 +60,7 @@ impl Edges {
     fn add(&self, held: usize, acquired: usize, recorder: usize, wait_ns: u64) {
         let h = (held ^ acquired.rotate_left(17)).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40;
         for i in 0..PROBES {
-            let s = &self.slots[(h as usize + i) & (EDGE_SLOTS - 1)];
+            let s = &self.slots[(h + i) & (EDGE_SLOTS - 1)];
             let count = s.count.load(Relaxed);
             if count == 0 {
                 s.held.store(held, Relaxed);

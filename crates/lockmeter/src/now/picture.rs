@@ -170,8 +170,8 @@ pub(crate) fn now(p: &Picture, recorder: usize, now_ns: u64, stall_ns: u64, unix
     }
     let mut locks: Vec<NowLock> = locks.into_values().collect();
     for l in &mut locks {
-        l.holders.sort_by(|a, b| b.held_ns.cmp(&a.held_ns));
-        l.waiters.sort_by(|a, b| b.waiting_ns.cmp(&a.waiting_ns));
+        l.holders.sort_by_key(|h| std::cmp::Reverse(h.held_ns));
+        l.waiters.sort_by_key(|w| std::cmp::Reverse(w.waiting_ns));
     }
     let key = |l: &NowLock| {
         let hold = l.holders.first().map_or(0, |h| h.held_ns);

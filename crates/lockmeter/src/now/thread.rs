@@ -29,7 +29,8 @@ pub(crate) struct ThreadSlot {
 static REGISTRY: Mutex<Vec<Arc<ThreadSlot>>> = Mutex::new(Vec::new());
 
 /// The value of [`SLOT`] once the thread is past recording.
-const DEAD: *const ThreadSlot = 1 as *const ThreadSlot;
+/// (A well-aligned non-null address no allocation can have.)
+const DEAD: *const ThreadSlot = std::ptr::dangling();
 
 thread_local! {
     /// This thread's slot: null before registration, [`DEAD`] after exit.
