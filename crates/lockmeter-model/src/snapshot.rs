@@ -28,16 +28,14 @@ pub struct Snapshot {
     /// Every lock class used in the window.
     pub locks: Vec<LockStats>,
     /// *(extension)* What is held and waited on right now (see [`crate::now`]).
-    /// Boxed, like `lock_order`: most snapshots have neither, and a
-    /// snapshot travels by value in the endpoint's messages.
     #[serde(default, skip_serializing_if = "Now::is_empty")]
-    pub now: Box<Now>,
+    pub now: Now,
     /// *(extension)* Deadlocks found since the layer was built.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub deadlocks: Vec<Deadlock>,
     /// *(extension)* The order locks were nested in, and its inversions.
     #[serde(default, skip_serializing_if = "LockOrder::is_empty")]
-    pub lock_order: Box<LockOrder>,
+    pub lock_order: LockOrder,
 }
 
 /// How hold times were sampled. Counts are never sampled: every
@@ -242,9 +240,9 @@ impl Snapshot {
             dropped_records: 0,
             sampling: Sampling::default(),
             locks: Vec::new(),
-            now: Box::default(),
+            now: Now::default(),
             deadlocks: Vec::new(),
-            lock_order: Box::default(),
+            lock_order: LockOrder::default(),
         }
     }
 

@@ -237,7 +237,7 @@ mod tests {
             wait_ns_total: 0,
         };
         let edges = vec![e("a", "b", 9), e("b", "a", 2)];
-        *s.lock_order = LockOrder {
+        s.lock_order = LockOrder {
             recorded: true,
             inversions: lockmeter_model::now::inversions(&edges),
             edges,

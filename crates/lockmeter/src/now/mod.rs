@@ -71,7 +71,10 @@ fn ns(d: Option<Duration>) -> u64 {
 
 /// Applies `s` (environment variables win) and starts the watchdog.
 pub(crate) fn configure(s: Settings) {
-    let s = crate::env::now_overrides(s);
+    let (s, warnings) = crate::env::now_overrides(s, &|name| std::env::var_os(name));
+    for w in warnings {
+        crate::report::warn(w);
+    }
     if let Some(d) = s.deadlock {
         DETECT_NS.store(ns(d), Relaxed);
     }
@@ -195,7 +198,7 @@ pub(crate) fn wait_ends_held(
 pub(crate) fn fill(snap: &mut Snapshot, recorder: *const Recorder) {
     let recorder = recorder as usize;
     let (p, order) = picture::gather(Some(recorder));
-    *snap.now = picture::now(
+    snap.now = picture::now(
         &p,
         recorder,
         precise_ns(),
@@ -203,5 +206,5 @@ pub(crate) fn fill(snap: &mut Snapshot, recorder: *const Recorder) {
         snap.window.end_unix_ns,
     );
     snap.deadlocks = watchdog::deadlocks_of(recorder);
-    *snap.lock_order = order.unwrap_or_default();
+    snap.lock_order = order.unwrap_or_default();
 }

@@ -29,7 +29,6 @@ pub(crate) struct ThreadSlot {
 static REGISTRY: Mutex<Vec<Arc<ThreadSlot>>> = Mutex::new(Vec::new());
 
 /// The value of [`SLOT`] once the thread is past recording.
-/// (A well-aligned non-null address no allocation can have.)
 const DEAD: *const ThreadSlot = std::ptr::dangling();
 
 thread_local! {
