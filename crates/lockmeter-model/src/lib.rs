@@ -15,6 +15,7 @@
 //! - [`advice`]: advisories computed from the stats.
 //! - [`stacks`]: sampled stacks of both sides of a wait (v1 extension).
 //! - [`profile`]: pprof, folded stacks and flame graphs, from stacks or sites.
+//! - [`now`]: what is held and waited on now, deadlocks, lock order.
 //!
 //! Moving snapshots between processes and onto disk (the endpoint's
 //! messages, sockets, discovery, atomic writes) is `lockmeter-wire`'s job.
@@ -27,6 +28,7 @@ pub mod diff;
 pub mod dist;
 pub mod format;
 pub mod metric;
+pub mod now;
 pub mod profile;
 pub mod read;
 pub mod render;

@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::now::{Deadlock, LockOrder, Now};
 use crate::stacks::Stacks;
 use crate::Dist;
 
@@ -32,6 +33,15 @@ pub struct Snapshot {
     /// travel in messages have none, and it keeps `Snapshot` small.
     #[serde(default, skip_serializing_if = "Stacks::is_empty")]
     pub stacks: Box<Stacks>,
+    /// *(extension)* What is held and waited on right now (see [`crate::now`]).
+    #[serde(default, skip_serializing_if = "Now::is_empty")]
+    pub now: Now,
+    /// *(extension)* Deadlocks found since the layer was built.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub deadlocks: Vec<Deadlock>,
+    /// *(extension)* The order locks were nested in, and its inversions.
+    #[serde(default, skip_serializing_if = "LockOrder::is_empty")]
+    pub lock_order: LockOrder,
 }
 
 /// How hold times were sampled. Counts are never sampled: every
@@ -237,6 +247,9 @@ impl Snapshot {
             sampling: Sampling::default(),
             locks: Vec::new(),
             stacks: Box::default(),
+            now: Now::default(),
+            deadlocks: Vec::new(),
+            lock_order: LockOrder::default(),
         }
     }
 

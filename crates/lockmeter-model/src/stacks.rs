@@ -282,7 +282,7 @@ impl Stacks {
             .enumerate()
             .map(|(i, f)| (f.clone(), i as u32))
             .collect();
-        let mut mine: HashMap<(String, String, Option<String>, Side, Vec<u32>), usize> = self
+        let mut mine: HashMap<OwnedKey, usize> = self
             .samples
             .iter()
             .enumerate()
@@ -336,6 +336,9 @@ impl Stacks {
         }
     }
 }
+
+/// A sample's identity within one table: lock, site, mode, side, frames.
+type OwnedKey = (String, String, Option<String>, Side, Vec<u32>);
 
 /// What makes two samples of different snapshots the same stack.
 #[derive(PartialEq, Eq, Hash)]

@@ -194,6 +194,9 @@ fn snapshot() -> impl Strategy<Value = Snapshot> {
             sampling: Default::default(),
             stacks: Default::default(),
             locks,
+            now: Default::default(),
+            deadlocks: Vec::new(),
+            lock_order: Default::default(),
         })
 }
 

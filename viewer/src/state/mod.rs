@@ -4,6 +4,7 @@
 //! the event loop as an [`Action`].
 
 pub mod history;
+pub mod now;
 pub mod picker;
 pub mod playback;
 pub mod rows;
@@ -144,6 +145,8 @@ pub struct App {
     pub interval: Duration,
     pub updates: u64,
     pub hits: Hits,
+    /// The "now" pane and the deadlocks seen.
+    pub now: now::NowPane,
 }
 
 impl App {
@@ -178,6 +181,7 @@ impl App {
             interval,
             updates: 0,
             hits: Hits::default(),
+            now: now::NowPane::default(),
         }
     }
 
@@ -275,6 +279,7 @@ impl App {
     }
 
     fn set_frame(&mut self, frame: Frame) {
+        self.now.saw(&frame.interval);
         self.frame = Some(frame);
         self.refresh_advice();
     }
@@ -383,6 +388,9 @@ impl App {
 
     fn main_key(&mut self, key: &KeyEvent) -> Action {
         use input::*;
+        if self.now.key(key) {
+            return Action::None;
+        }
         if is_quit(key) {
             return Action::Quit;
         } else if is_help(key) {
@@ -417,6 +425,8 @@ impl App {
             }
         } else if is_toggle_stacks(key) {
             self.stacks = !self.stacks;
+        } else if is_toggle_now(key) {
+            self.now.open = true;
         } else if is_toggle_detail(key) {
             self.detail = !self.detail;
         } else if is_toggle_totals(key) {

@@ -129,6 +129,9 @@ fn snapshot(pid: u32, elapsed_ns: u64, locks: Vec<LockStats>) -> Snapshot {
         sampling: Default::default(),
         stacks: Default::default(),
         locks,
+        now: Default::default(),
+        deadlocks: Vec::new(),
+        lock_order: Default::default(),
     }
 }
 

@@ -7,6 +7,7 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use super::{blame_holder, Meta};
 use crate::class::Mode;
+use crate::now;
 use crate::recorder::entry::Entry;
 use crate::slow;
 use crate::stacks::hooks::{self as stack_hooks, Captured};
@@ -25,6 +26,8 @@ pub(crate) struct GuardNoSend(PhantomData<*mut ()>);
 /// entry and cost nothing to release.
 pub(crate) struct Hold {
     timing: Timing,
+    /// Where `now` records this hold ([`now::UNTRACKED`]: nowhere).
+    held: u32,
     _not_send: GuardNoSend,
 }
 
@@ -59,8 +62,16 @@ impl Hold {
     const fn with(timing: Timing) -> Hold {
         Hold {
             timing,
+            held: now::UNTRACKED,
             _not_send: GuardNoSend(PhantomData),
         }
+    }
+
+    /// This hold as recorded at `held` in the thread's `now` table.
+    #[inline(always)]
+    pub(super) fn in_now(mut self, held: u32) -> Hold {
+        self.held = held;
+        self
     }
 
     /// A sampled uncontended hold beginning at `start`.
@@ -107,6 +118,7 @@ impl Hold {
 
     /// Ends a hold without timing it (a semaphore `down` without a permit).
     pub(crate) fn discard(self) {
+        now::hold_ends(self.held);
         let Some((e, _)) = self.timed() else { return };
         match self.timing {
             Timing::Contended {
@@ -121,6 +133,7 @@ impl Hold {
     /// stack blamed for their wait (see `stacks::blame`).
     #[inline(always)]
     pub(crate) fn release(&self, meta: &Meta, mode: Mode, unlock: impl FnOnce()) {
+        now::hold_ends(self.held);
         match self.timing {
             Timing::Untimed => unlock(),
             // One load of the lock's own line, while it is still ours.

@@ -123,7 +123,7 @@ pub(crate) const BLAME_EVERY: u64 = 8;
 /// Whether this wait is one of the [`BLAME_EVERY`] counted for blame.
 #[inline]
 pub(crate) fn counts_for_blame() -> bool {
-    random() % BLAME_EVERY == 0
+    random().is_multiple_of(BLAME_EVERY)
 }
 
 /// Whether a wait of `wait_ns` is captured, and if so the weight `1/p` it
