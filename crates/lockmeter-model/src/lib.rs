@@ -12,6 +12,7 @@
 //! - [`diff`]: before/after comparison of two snapshots.
 //! - [`advice`]: advisories computed from the stats.
 //! - [`wire`]: the live endpoint's newline-delimited JSON messages.
+//! - [`series`]: bounded, monotonic per-site series for metric exporters.
 //! - [`discovery`]: where endpoints live and how to find them.
 
 pub mod advice;
@@ -20,6 +21,7 @@ pub mod discovery;
 pub mod dist;
 pub mod read;
 pub mod render;
+pub mod series;
 mod snapshot;
 pub mod wire;
 

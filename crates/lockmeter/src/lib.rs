@@ -45,12 +45,12 @@ pub mod export;
 mod layer;
 mod meter;
 mod mutex;
+mod primitive;
 mod recorder;
 mod rwlock;
 mod semaphore;
 mod slow;
 mod spinlock;
-mod primitive;
 mod waitqueue;
 
 pub use layer::{Handle, Layer, LayerBuilder, DEFAULT_HOLD_SAMPLING, DEFAULT_SLOW_THRESHOLD};
