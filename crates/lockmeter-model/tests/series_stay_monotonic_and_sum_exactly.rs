@@ -219,7 +219,7 @@ fn a_class_with_few_sites_is_exposed_whole() {
         })
         .collect();
     let mut bound = SiteBound::new(SiteBound::DEFAULT_TOP_SITES);
-    let series = bound.series(&snapshot(&[plans.clone()], 1));
+    let series = bound.series(&snapshot(std::slice::from_ref(&plans), 1));
     assert_eq!(series.len(), 3);
     assert!(series.iter().all(|s| s.site != OTHER_SITE));
     for (s, p) in series.iter().zip(&plans) {
