@@ -12,7 +12,9 @@
 //! histogram bucket from 16.8 to 33.6 ms) at one
 //! call site. Then it resets the table (which the Prometheus counters must
 //! ignore), prints `ready <ACQUISITIONS> <WAITS>`, and waits until its
-//! standard input closes. The test `tests/prometheus_round_trip.rs` and
+//! standard input closes. Meanwhile two threads keep `prom.busy` lightly
+//! contended (about 100 acquisitions a second, most of them waiting about
+//! a millisecond), so that rates and the dashboard's panels have data. The test `tests/prometheus_round_trip.rs` and
 //! `.ci/prometheus_round_trip.sh` drive it.
 //!
 //! Usage: `prometheus_demo [ACQUISITIONS=1000] [THREADS=4] [WAITS=5]`
@@ -84,7 +86,26 @@ fn main() {
     }
 
     handle.reset();
+    keep_busy();
     println!("ready {total} {waits}");
     let _ = std::io::stdout().flush();
     let _ = std::io::stdin().read_to_end(&mut Vec::new());
+}
+
+/// Two threads on `prom.busy`: one holds it 2 ms in every 10, the other
+/// takes it 1 ms into that hold. Little CPU, steady contention.
+fn keep_busy() {
+    let busy = Arc::new(lockmeter::Mutex::named("prom.busy", ()));
+    let other = Arc::clone(&busy);
+    thread::spawn(move || loop {
+        let guard = busy.lock();
+        thread::sleep(Duration::from_millis(2));
+        drop(guard);
+        thread::sleep(Duration::from_millis(8));
+    });
+    thread::spawn(move || loop {
+        thread::sleep(Duration::from_millis(1));
+        drop(other.lock());
+        thread::sleep(Duration::from_millis(9));
+    });
 }

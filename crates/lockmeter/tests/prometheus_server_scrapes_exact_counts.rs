@@ -113,6 +113,48 @@ impl Drop for Prometheus {
     }
 }
 
+/// Every query of `docs/grafana-dashboard.json`, with Grafana's variables
+/// filled in as Grafana would, is valid PromQL for the real server, and
+/// the panels over the demo's locks find data.
+fn dashboard_queries_are_valid_and_find_the_demo(prom: &Prometheus) {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/grafana-dashboard.json"
+    );
+    let dashboard: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(path).unwrap()).unwrap();
+    let mut checked = 0;
+    for panel in dashboard["panels"].as_array().unwrap() {
+        for target in panel["targets"].as_array().unwrap() {
+            let expr = target["expr"]
+                .as_str()
+                .unwrap()
+                .replace("$job", ".*")
+                .replace("$instance", ".*")
+                .replace("$lock", "prom.*")
+                .replace("$__rate_interval", "1m")
+                .replace("$__range", "1m");
+            let reply = get(
+                prom.addr,
+                &format!("/api/v1/query?query={}", percent_encode(&expr)),
+                None,
+            );
+            assert_eq!(
+                reply.status, 200,
+                "{}: {expr}: {}",
+                panel["title"], reply.body
+            );
+            checked += 1;
+            // Holders and waiters exist only where the recorder has them.
+            if !expr.contains("lockmeter_holders") && !expr.contains("lockmeter_waiters") {
+                let found = prom.wait_for(&format!("count({expr})"), |v| v > 0.0);
+                assert!(found.is_some(), "{}: no data for {expr}", panel["title"]);
+            }
+        }
+    }
+    assert!(checked >= 8, "only {checked} dashboard queries");
+}
+
 fn percent_encode(s: &str) -> String {
     s.bytes()
         .map(|b| match b {
@@ -179,6 +221,7 @@ fn prometheus_stores_the_exact_counts_and_the_wait_bucket() {
         |v| v == want,
     );
     assert_eq!(sum, Some(want));
+    dashboard_queries_are_valid_and_find_the_demo(&prom);
     drop(prom);
     demo.finish();
 }
