@@ -9,21 +9,22 @@
 //! - [`dist`]: the log-bucket layout shared by the recorder and readers.
 //! - [`read`]: parsing dumps and recordings with clear errors.
 //! - [`render`]: the text table, CSV and JSON renderings.
+//! - [`metric`]: the metric table every sort, diff and column reads.
 //! - [`diff`]: before/after comparison of two snapshots.
 //! - [`advice`]: advisories computed from the stats.
-//! - [`wire`]: the live endpoint's newline-delimited JSON messages.
 //! - [`series`]: bounded, monotonic per-site series for metric exporters.
-//! - [`discovery`]: where endpoints live and how to find them.
+//!
+//! Moving snapshots between processes and onto disk (the endpoint's
+//! messages, sockets, discovery, atomic writes) is `lockmeter-wire`'s job.
 
 pub mod advice;
 pub mod diff;
-pub mod discovery;
 pub mod dist;
+pub mod metric;
 pub mod read;
 pub mod render;
 pub mod series;
 mod snapshot;
-pub mod wire;
 
 pub use dist::Dist;
 pub use read::{parse_recording, parse_snapshot, ReadError, Recording};

@@ -577,7 +577,7 @@ impl App {
     }
 
     fn cycle_sort(&mut self, delta: isize) {
-        let all = SortKey::ALL;
+        let all = SortKey::all();
         let i = all.iter().position(|&k| k == self.opts.sort).unwrap_or(0) as isize;
         let next = (i + delta).rem_euclid(all.len() as isize) as usize;
         self.opts.sort = all[next];

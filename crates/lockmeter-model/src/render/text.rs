@@ -18,21 +18,46 @@ use super::format::{format_count, format_ns, format_pct, sanitize};
 use super::order::{lock_order, sorted_sites};
 use super::TableOptions;
 use crate::advice::{advise_lock, Advisory, Thresholds};
+use crate::metric::Metric;
 use crate::{percent, Dist, LockKind, LockStats, Snapshot, Stats};
 
-/// Column titles, right-aligned over their cells; NAME follows, left-aligned.
-const TITLES: [&str; 8] = [
-    "UTIL",
-    "CON",
-    "HOLD MEAN(MAX)",
-    "WAIT MEAN(MAX)",
-    "TOTAL",
-    "NOWAIT",
-    "SPIN",
-    "RJECT",
+/// The eight numeric columns: one metric each, or a `mean(max)` pair of
+/// two. Titles come from the metric table, right-aligned over their cells;
+/// NAME follows, left-aligned.
+const COLUMNS: [Column; 8] = [
+    Column::One(Metric::Util),
+    Column::One(Metric::Con),
+    Column::Pair(Metric::HoldMean, Metric::HoldMax),
+    Column::Pair(Metric::WaitMean, Metric::WaitMax),
+    Column::One(Metric::Acquisitions),
+    Column::One(Metric::Nowait),
+    Column::One(Metric::Contended),
+    Column::One(Metric::Rejected),
 ];
 /// Columns holding a `mean(max)` pair.
 const PAIR_COLUMNS: [usize; 2] = [2, 3];
+
+/// A column of the text table.
+#[derive(Clone, Copy)]
+enum Column {
+    One(Metric),
+    /// A distribution's mean, and its max in parentheses.
+    Pair(Metric, Metric),
+}
+
+impl Column {
+    /// `UTIL`, `HOLD MEAN(MAX)`.
+    fn title(self) -> String {
+        match self {
+            Column::One(m) => m.def().title.to_string(),
+            Column::Pair(mean, max) => {
+                let max = max.def().title.rsplit(' ').next().unwrap_or("MAX");
+                format!("{}({max})", mean.def().title)
+            }
+        }
+    }
+}
+
 /// Spaces between columns.
 const GAP: &str = "  ";
 /// Extra indentation of the NAME cell per nesting level.
@@ -335,7 +360,8 @@ fn add_saturating(into: &mut Stats, s: &Stats) {
 
 /// Measures the columns and writes every line.
 fn layout(lines: &[Line]) -> String {
-    let mut widths = TITLES.map(str::len);
+    let titles = COLUMNS.map(Column::title);
+    let mut widths = titles.clone().map(|t| t.len());
     let mut pair_widths = [(0usize, 0usize); 2];
     for line in lines {
         let Line::Row(cells, _) = line else { continue };
@@ -364,7 +390,7 @@ fn layout(lines: &[Line]) -> String {
     let name_col: usize = widths.iter().map(|w| w + GAP.len()).sum();
 
     let mut out = String::new();
-    let titles: Vec<String> = TITLES
+    let titles: Vec<String> = titles
         .iter()
         .zip(&widths)
         .map(|(t, w)| format!("{t:>w$}"))

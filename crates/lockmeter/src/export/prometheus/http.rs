@@ -8,7 +8,7 @@
 use std::io::{self, Read};
 use std::time::Instant;
 
-use super::super::transport::Conn;
+use lockmeter_wire::Stream;
 
 /// The longest request head accepted (request line and headers).
 pub(crate) const MAX_REQUEST: usize = 8 * 1024;
@@ -39,7 +39,7 @@ pub(crate) enum ReadError {
 
 /// Reads one request head from `conn` by `deadline`, at most
 /// [`MAX_REQUEST`] bytes, and parses it.
-pub(crate) fn read_request(conn: &mut Conn, deadline: Instant) -> Result<Request, ReadError> {
+pub(crate) fn read_request(conn: &mut Stream, deadline: Instant) -> Result<Request, ReadError> {
     let mut buf = Vec::with_capacity(1024);
     let mut chunk = [0u8; 1024];
     loop {
@@ -129,10 +129,10 @@ pub(crate) fn parse(head: &[u8]) -> Request {
     }
 }
 
-/// A complete response with `Connection: close`.
+/// A complete response with `Streamection: close`.
 pub(crate) fn response(status: &str, content_type: &str, extra: &str, body: &str) -> Vec<u8> {
     let mut out = format!(
-        "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n{extra}Connection: close\r\n\r\n",
+        "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n{extra}Streamection: close\r\n\r\n",
         body.len()
     )
     .into_bytes();

@@ -24,10 +24,10 @@ use std::time::{Duration, Instant};
 
 use lockmeter_model::series::SiteBound;
 
-use super::transport::Conn;
 use super::SnapshotSource;
 use encode::{Format, Scrape};
 use http::{ReadError, Request};
+use lockmeter_wire::Stream;
 
 /// Stack of a client thread: it parses a small head and formats text.
 const CLIENT_STACK: usize = 512 * 1024;
@@ -205,7 +205,7 @@ fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
 
 /// Serves `stream` on a thread of its own, or answers 503 when full.
 fn admit(stream: TcpStream, shared: &Arc<Shared>) {
-    let conn = Conn::Tcp(stream);
+    let conn = Stream::Tcp(stream);
     let counters = &shared.counters;
     // Only the accept thread admits, so check and increment cannot race.
     if counters.clients.load(Ordering::Relaxed) >= shared.max_clients {
@@ -234,15 +234,19 @@ fn admit(stream: TcpStream, shared: &Arc<Shared>) {
 }
 
 /// One request, one response, then the connection is closed.
-fn serve(mut conn: Conn, shared: &Shared) {
+fn serve(mut conn: Stream, shared: &Shared) {
     let timeout = shared.client_timeout;
     let _ = conn.set_write_timeout(Some(timeout));
     let counters = &shared.counters;
+    // Only an error can leave input unread (a body, a cut head): then the
+    // response needs a linger to arrive before the close.
+    let mut unread = true;
     let reply = match http::read_request(&mut conn, Instant::now() + timeout) {
         Ok(Request::Metrics { accept }) => {
             let format = Format::negotiate(accept.as_deref());
             let body = shared.metrics(format);
             counters.scrapes.fetch_add(1, Ordering::Relaxed);
+            unread = false;
             http::response("200 OK", format.content_type(), "", &body)
         }
         Ok(Request::NotFound) => bad(counters, http::error("404 Not Found", "")),
@@ -266,7 +270,8 @@ fn serve(mut conn: Conn, shared: &Shared) {
             counters.dropped.fetch_add(1, Ordering::Relaxed);
         }
         Err(_) => {}
-        Ok(()) => linger(&mut conn),
+        Ok(()) if unread => linger(&mut conn),
+        Ok(()) => {}
     }
     conn.shutdown();
 }
@@ -278,9 +283,9 @@ fn bad(counters: &Counters, reply: Vec<u8>) -> Vec<u8> {
 
 /// Half-closes and drains a little unread input, so that closing with a
 /// request body still unread does not reset the response away.
-fn linger(conn: &mut Conn) {
+fn linger(conn: &mut Stream) {
     use std::io::Read;
-    if let Conn::Tcp(s) = conn {
+    if let Stream::Tcp(s) = conn {
         let _ = s.shutdown(std::net::Shutdown::Write);
     }
     let deadline = Instant::now() + Duration::from_millis(100);
