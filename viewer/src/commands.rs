@@ -8,8 +8,9 @@ use std::path::{Path, PathBuf};
 
 use clap::ValueEnum;
 use lockmeter_model::advice::Thresholds;
-use lockmeter_model::diff::{diff_csv, diff_text, diff_with_thresholds};
+use lockmeter_model::diff::diff_with_thresholds;
 use lockmeter_model::render::{csv_table, json, text_table_with, TableOptions};
+use lockmeter_model::render::{diff_csv, diff_text};
 use lockmeter_model::Snapshot;
 use lockmeter_wire::discovery::{list_endpoints_removing_stale, socket_dir, EndpointInfo};
 use lockmeter_wire::{fetch_snapshot, parse_target, EndpointAddr};

@@ -53,9 +53,10 @@ enum Command {
     /// List the processes that can be attached to
     List,
     /// Open a dump (.json) or a recording (.jsonl) in the viewer
-    ///
-    /// Recordings can be stepped through frame by frame (, and .), ten at a
-    /// time ([ and ]), or played (space).
+    // Not a doc paragraph: rustdoc would read the brackets as a link.
+    #[command(
+        long_about = "Open a dump (.json) or a recording (.jsonl) in the viewer\n\nRecordings can be stepped through frame by frame (, and .), ten at a time ([ and ]), or played (space)."
+    )]
     View(ViewArgs),
     /// Print the table once, from a file or a live target
     Table(TableArgs),

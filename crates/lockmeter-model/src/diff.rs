@@ -11,21 +11,22 @@
 //! The numbers compared are the diffable rows of the metric table
 //! ([`crate::metric`]).
 //!
-//! [`diff_text`] prints it for a bug report; [`diff_csv`] for a
-//! spreadsheet (both live with the other renderings in
-//! [`crate::render`]); [`SnapshotDiff`] serialises to JSON with serde.
+//! [`crate::render::diff_text`] prints it for a bug report;
+//! [`crate::render::diff_csv`] for a spreadsheet; [`SnapshotDiff`]
+//! serialises to JSON with serde. (This module depends on no rendering.)
 
 use serde::Serialize;
 
 use crate::advice::{advise, Advisory, Thresholds};
 use crate::metric::{per_sec, Metric};
-pub use crate::render::{diff_csv, diff_text};
 use crate::{LockKind, LockStats, ProcessInfo, SiteStats, Snapshot, Stats, Window};
 
 /// Two snapshots compared.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SnapshotDiff {
+    /// The snapshot compared from.
     pub before: SideInfo,
+    /// The snapshot compared to.
     pub after: SideInfo,
     /// Every lock of either side, in the order of `after`, then the
     /// removed ones in the order of `before`.
@@ -38,9 +39,13 @@ pub struct SnapshotDiff {
 /// What one side of the comparison was.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SideInfo {
+    /// The process the snapshot came from.
     pub process: ProcessInfo,
+    /// The snapshot's time window.
     pub window: Window,
+    /// The clock that timed it.
     pub clock: String,
+    /// Records the recorder had to drop (counts are low by as many).
     pub dropped_records: u64,
     /// How hold times were sampled on this side; hold figures of two sides
     /// sampled differently compare estimates of different precision.
@@ -57,6 +62,7 @@ pub struct SideInfo {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Presence {
+    /// On both sides.
     Both,
     /// Only after.
     Added,
@@ -65,6 +71,7 @@ pub enum Presence {
 }
 
 impl Presence {
+    /// The lowercase name, as serialized.
     pub fn as_str(self) -> &'static str {
         match self {
             Presence::Both => "both",
@@ -77,22 +84,32 @@ impl Presence {
 /// One lock class compared.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LockDiff {
+    /// The lock class id both sides were matched by.
     pub id: String,
     /// The name after (before, for a removed lock).
     pub name: String,
+    /// The kind of lock.
     pub kind: LockKind,
+    /// The id of the lock this one is nested in, if any.
     pub parent: Option<String>,
+    /// Whether the lock is on both sides.
     pub presence: Presence,
+    /// The lock's totals compared.
     pub total: StatsDiff,
+    /// Its call sites compared, matched by site and mode.
     pub sites: Vec<SiteDiff>,
 }
 
 /// One call site compared.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SiteDiff {
+    /// The call site (`file:line:col`).
     pub site: String,
+    /// The acquisition mode (`read`, `write`, ...), if the kind has modes.
     pub mode: Option<String>,
+    /// Whether the site is on both sides.
     pub presence: Presence,
+    /// The site's numbers compared.
     pub stats: StatsDiff,
 }
 
@@ -102,7 +119,9 @@ pub struct SiteDiff {
 /// over an empty window). An absent value counts as zero in `delta`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Change {
+    /// The value before; `None` if absent or undefined.
     pub before: Option<f64>,
+    /// The value after; `None` if absent or undefined.
     pub after: Option<f64>,
     /// `after - before`.
     pub delta: Option<f64>,
@@ -197,6 +216,7 @@ pub enum AdviceStatus {
 }
 
 impl AdviceStatus {
+    /// The lowercase name, as serialized.
     pub fn as_str(self) -> &'static str {
         match self {
             AdviceStatus::Resolved => "resolved",
@@ -209,7 +229,9 @@ impl AdviceStatus {
 /// An advisory and what became of it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct AdviceChange {
+    /// What became of it.
     pub status: AdviceStatus,
+    /// The advisory (the one after, unless resolved).
     pub advisory: Advisory,
 }
 

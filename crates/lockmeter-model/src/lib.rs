@@ -8,6 +8,7 @@
 //! - [`Snapshot`] and its parts: the v1 JSON object (see `docs/format.md`).
 //! - [`dist`]: the log-bucket layout shared by the recorder and readers.
 //! - [`read`]: parsing dumps and recordings with clear errors.
+//! - [`format`]: human-readable durations, percentages and counts.
 //! - [`render`]: the text table, CSV and JSON renderings.
 //! - [`metric`]: the metric table every sort, diff and column reads.
 //! - [`diff`]: before/after comparison of two snapshots.
@@ -17,9 +18,13 @@
 //! Moving snapshots between processes and onto disk (the endpoint's
 //! messages, sockets, discovery, atomic writes) is `lockmeter-wire`'s job.
 
+#![warn(missing_docs)]
+
 pub mod advice;
+mod arith;
 pub mod diff;
 pub mod dist;
+pub mod format;
 pub mod metric;
 pub mod read;
 pub mod render;

@@ -3,8 +3,9 @@
 
 mod common;
 
-use lockmeter_model::diff::{diff, diff_csv, diff_text, AdviceStatus, Presence};
+use lockmeter_model::diff::{diff, AdviceStatus, Presence};
 use lockmeter_model::metric::Metric;
+use lockmeter_model::render::{diff_csv, diff_text};
 use lockmeter_model::render::{SortKey, TableOptions};
 
 #[test]

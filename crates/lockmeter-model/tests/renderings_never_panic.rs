@@ -4,9 +4,10 @@
 //! rectangular and round-trips the names; every lock is listed once.
 
 use lockmeter_model::advice::{advise, Thresholds};
-use lockmeter_model::diff::{diff, diff_csv, diff_text};
+use lockmeter_model::diff::diff;
 use lockmeter_model::metric::Metric;
 use lockmeter_model::render::{csv_table, json, sorted_locks, text_table, SortKey, TableOptions};
+use lockmeter_model::render::{diff_csv, diff_text};
 use lockmeter_model::{
     Dist, Holder, LockKind, LockStats, ProcessInfo, SiteStats, Snapshot, Stats, Window,
 };

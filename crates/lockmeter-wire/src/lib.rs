@@ -13,7 +13,7 @@
 //!   reads, a cloneable [`Writer`] for sending while another thread reads.
 //! - [`discovery`]: where default endpoints put their sockets and how to
 //!   find them (and, explicitly, remove the stale ones).
-//! - [`file`]: [`write_atomic`], the one way dumps reach the disk.
+//! - [`file`](mod@file): [`write_atomic`], the one way dumps reach the disk.
 //!
 //! Unix only, like the endpoint.
 #![warn(missing_docs)]

@@ -3,7 +3,6 @@
 //! or does I/O; side effects (reset, writing a dump, attaching) come back to
 //! the event loop as an [`Action`].
 
-pub mod delta;
 pub mod history;
 pub mod picker;
 pub mod playback;

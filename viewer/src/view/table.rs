@@ -1,8 +1,9 @@
 //! The lock table: one row per lock, expandable into call-site and holder
 //! rows, advisories under the rows they concern.
 
+use lockmeter_model::format::{format_ns, format_pct};
 use lockmeter_model::metric::{Applies, Metric, Screen, Unit};
-use lockmeter_model::render::{format_ns, format_pct, SortKey};
+use lockmeter_model::render::SortKey;
 use lockmeter_model::{LockKind, LockStats, Stats};
 use ratatui::layout::{Alignment, Constraint, Flex, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};

@@ -5,10 +5,11 @@ use std::fmt::Write as _;
 
 use super::csv::{csv_field, csv_float};
 use super::order::{contains, needle, order_tree, TreeNode};
-use super::{format_ns, format_pct, sanitize, TableOptions};
+use super::TableOptions;
 use crate::diff::{
     AdviceStatus, Change, LockDiff, Presence, SideInfo, SiteDiff, SnapshotDiff, StatsDiff,
 };
+use crate::format::{format_ns, format_pct, sanitize};
 use crate::metric::{Metric, Unit};
 
 /// Lock diffs in display order with their depth, like the table:

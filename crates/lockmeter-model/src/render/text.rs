@@ -14,10 +14,10 @@
 
 use std::fmt::Write as _;
 
-use super::format::{format_count, format_ns, format_pct, sanitize};
 use super::order::{lock_order, sorted_sites};
 use super::TableOptions;
 use crate::advice::{advise_lock, Advisory, Thresholds};
+use crate::format::{format_count, format_ns, format_pct, sanitize};
 use crate::metric::Metric;
 use crate::{percent, Dist, LockKind, LockStats, Snapshot, Stats};
 
@@ -311,13 +311,12 @@ fn push_total(lines: &mut Vec<Line>, locks: &[&LockStats], elapsed_ns: u64) {
     for lock in locks {
         if lock.kind == LockKind::Waitqueue {
             any_wq = true;
-            add_saturating(&mut wq, &lock.total);
+            wq.merge(&lock.total);
         } else {
-            add_saturating(&mut acq, &lock.total);
+            acq.merge(&lock.total);
         }
     }
-    acq.con_pct = percent(acq.contended, acq.acquisitions);
-    acq.util_pct = percent(acq.hold_ns.total, elapsed_ns);
+    acq.refresh_derived(elapsed_ns);
     lines.push(Line::Row(
         Box::new(cells(LockKind::Mutex, &acq)),
         "*TOTAL*".to_string(),
@@ -327,34 +326,6 @@ fn push_total(lines: &mut Vec<Line>, locks: &[&LockStats], elapsed_ns: u64) {
             2,
             format!("wait queues: {}", waitqueue_summary(&wq)),
         ));
-    }
-}
-
-/// Adds the counters and the count/total/max of each distribution (enough
-/// for mean and max) without overflowing.
-fn add_saturating(into: &mut Stats, s: &Stats) {
-    for (a, b) in [
-        (&mut into.acquisitions, s.acquisitions),
-        (&mut into.nowait, s.nowait),
-        (&mut into.contended, s.contended),
-        (&mut into.rejected, s.rejected),
-        (&mut into.waits, s.waits),
-        (&mut into.wake_calls, s.wake_calls),
-        (&mut into.wakeups, s.wakeups),
-        (&mut into.spurious_wakeups, s.spurious_wakeups),
-    ] {
-        *a = a.saturating_add(b);
-    }
-    into.max_waiters = into.max_waiters.max(s.max_waiters);
-    for (a, b) in [
-        (&mut into.hold_ns, &s.hold_ns),
-        (&mut into.wait_ns, &s.wait_ns),
-        (&mut into.wake_latency_ns, &s.wake_latency_ns),
-    ] {
-        a.count = a.count.saturating_add(b.count);
-        a.total = a.total.saturating_add(b.total);
-        a.max = a.max.max(b.max);
-        a.mean = a.total.checked_div(a.count).unwrap_or(0);
     }
 }
 
