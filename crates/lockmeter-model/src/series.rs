@@ -34,9 +34,13 @@ pub const OTHER_SITE: &str = "(other)";
 /// mode (`read`/`write` for rwlocks, else empty), and its cumulative stats.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Series {
+    /// The lock class id.
     pub lock: String,
+    /// The primitive of the class.
     pub kind: LockKind,
+    /// The call site, or [`OTHER_SITE`].
     pub site: String,
+    /// `read`/`write` for rwlocks, else empty.
     pub mode: String,
     /// Counters and distributions; derived percentages are not filled.
     pub stats: Stats,
