@@ -107,10 +107,7 @@ pub fn summary(members: &[Member]) -> String {
         }
     }
     let count = members.len();
-    let mut out = format!(
-        "{count} process{}",
-        if count == 1 { "" } else { "es" }
-    );
+    let mut out = format!("{count} process{}", if count == 1 { "" } else { "es" });
     if !names.is_empty() {
         out.push_str(&format!(" ({})", names.join("+")));
     }
@@ -320,10 +317,7 @@ mod tests {
             .map(|s| (s.site.as_str(), s.stats.acquisitions))
             .collect();
         assert_eq!(sites, [("a.rs:2:5 @ pid 1", 10), ("a.rs:2:5 @ pid 2", 32)]);
-        assert_eq!(
-            m.process.name,
-            "3 processes (app); gone: pid 3"
-        );
+        assert_eq!(m.process.name, "3 processes (app); gone: pid 3");
         assert_eq!(m.process.pid, 0);
         assert!(merge(&members[2..]).is_none());
     }

@@ -441,7 +441,11 @@ fn top_fleet(a: &TopArgs, opts: TableOptions, thresholds: Thresholds) -> Result<
     };
     needs_terminal()?;
     let interval = Duration::from_millis(a.live.interval);
-    let what = if a.all { "all processes".to_string() } else { format!("{} targets", targets.len()) };
+    let what = if a.all {
+        "all processes".to_string()
+    } else {
+        format!("{} targets", targets.len())
+    };
     let mut app = App::new(Origin::Endpoint(what), opts, interval);
     if a.live.totals {
         app.mode = Mode::Totals;
