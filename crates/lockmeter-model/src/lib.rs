@@ -8,7 +8,7 @@
 //! - [`Snapshot`] and its parts: the v1 JSON object (see `docs/format.md`).
 //! - [`dist`]: the log-bucket layout shared by the recorder and readers.
 //! - [`read`]: parsing dumps and recordings with clear errors.
-//! - [`format`]: human-readable durations, percentages and counts.
+//! - [`format`](mod@format): human-readable durations, percentages and counts.
 //! - [`render`]: the text table, CSV and JSON renderings.
 //! - [`metric`]: the metric table every sort, diff and column reads.
 //! - [`diff`]: before/after comparison of two snapshots.

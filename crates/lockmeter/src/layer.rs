@@ -158,7 +158,7 @@ impl LayerBuilder {
             clock,
             clock_name,
             slow_ns: u64::try_from(slow.as_nanos()).unwrap_or(u64::MAX),
-            sample_every: hold_sampling_from_env()
+            sample_every: crate::env::hold_sampling()
                 .or(self.sample_every)
                 .unwrap_or(DEFAULT_HOLD_SAMPLING)
                 .max(1)
@@ -185,31 +185,6 @@ impl LayerBuilder {
         #[cfg(not(unix))]
         Layer { recorder }
     }
-}
-
-/// `LOCKMETER_HOLD_SAMPLING`, which wins over
-/// [`LayerBuilder::sample_uncontended_holds`] so that a run can time every
-/// hold (`1`) without recompiling. A bad value is reported and ignored.
-fn hold_sampling_from_env() -> Option<u32> {
-    let value = std::env::var("LOCKMETER_HOLD_SAMPLING").ok()?;
-    match parse_sampling(&value) {
-        Some(every) => Some(every),
-        None => {
-            eprintln!(
-                "lockmeter: LOCKMETER_HOLD_SAMPLING={value}: expected a whole number from 1 to {}; ignored",
-                1u32 << 31
-            );
-            None
-        }
-    }
-}
-
-fn parse_sampling(value: &str) -> Option<u32> {
-    value
-        .trim()
-        .parse::<u32>()
-        .ok()
-        .filter(|n| (1..=1 << 31).contains(n))
 }
 
 fn current_exe_name() -> String {
@@ -262,20 +237,5 @@ impl SnapshotSource for Handle {
 impl std::fmt::Debug for Handle {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("lockmeter::Handle").finish_non_exhaustive()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::parse_sampling;
-
-    #[test]
-    fn sampling_values_parse_or_are_refused() {
-        assert_eq!(parse_sampling("1"), Some(1));
-        assert_eq!(parse_sampling(" 64 "), Some(64));
-        assert_eq!(parse_sampling("2147483648"), Some(1 << 31));
-        for bad in ["0", "-1", "abc", "", "4294967295", "1.5"] {
-            assert_eq!(parse_sampling(bad), None, "{bad:?}");
-        }
     }
 }

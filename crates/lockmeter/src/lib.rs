@@ -88,9 +88,12 @@
 //! sendable(queue.lock());
 //! ```
 
+#![warn(missing_docs)]
+
 mod backoff;
 mod class;
 mod clock;
+mod env;
 #[cfg(unix)]
 pub mod export;
 mod layer;
@@ -98,6 +101,7 @@ mod meter;
 mod mutex;
 mod primitive;
 mod recorder;
+mod report;
 mod rwlock;
 mod semaphore;
 mod slow;

@@ -1,12 +1,14 @@
 //! A counting semaphore built from the crate's own instrumented parts.
 //!
-//! Like the Linux semaphores of seed 002, a [`Semaphore`] is a count plus a
-//! wait queue, both guarded by one spinlock. Because those parts are
+//! Like a Linux semaphore, a [`Semaphore`] is a count plus a wait queue,
+//! both guarded by one spinlock. Because those parts are
 //! instrumented too, a snapshot shows three rows for a semaphore named
 //! `pipe.sem`: the semaphore itself (per caller of `down`), `pipe.sem.lock`
 //! (its spinlock, at call sites inside this file and the wait queue) and
 //! `pipe.sem.wait` (sleeps, wake-ups and wake latency). That nesting is what
-//! exposed the cost of a briefly held semaphore in the original Lockmeter.
+//! exposed the cost of a briefly held semaphore in the original Lockmeter:
+//! 58 % contention on the internal spinlock of the semaphore guarding a
+//! pipe, which a plain spinlock then replaced.
 //!
 //! Every operation takes the spinlock, as the Linux semaphore does, observed
 //! or not: a profiler must not change the algorithm it measures. The fast
