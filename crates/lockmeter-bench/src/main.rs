@@ -46,7 +46,8 @@ struct Args {
     #[arg(long)]
     json: bool,
     /// Run only these steps (comma-separated): unobserved, components,
-    /// observed, modes, contended, memory, waitqueue, snapshot.
+    /// observed, modes, contended, memory, waitqueue, snapshot; with
+    /// --prometheus: observed, contended, scrape.
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
     /// Serve the Prometheus endpoint and compare the observed and
@@ -99,6 +100,7 @@ fn main() {
             prometheus::compare(&scraper, &mut || contended::rows(&cfg, &handle))
         });
         eprintln!("{} scrapes", scraper.scrapes());
+        step("scrape", &mut || vec![scraper.cost_row()]);
     } else {
         step("components", &mut || breakdown::components(&cfg));
         step("observed", &mut || uncontended::rows(&cfg, Phase::Observed));

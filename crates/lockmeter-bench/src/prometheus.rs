@@ -29,6 +29,8 @@ pub struct Scraper {
     on: Arc<AtomicBool>,
     stop: Arc<AtomicBool>,
     scrapes: Arc<AtomicU64>,
+    /// Wall time of every scrape, in µs.
+    times: Arc<std::sync::Mutex<Vec<u64>>>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -38,13 +40,19 @@ impl Scraper {
         let on = Arc::new(AtomicBool::new(false));
         let stop = Arc::new(AtomicBool::new(false));
         let scrapes = Arc::new(AtomicU64::new(0));
+        let times = Arc::new(std::sync::Mutex::new(Vec::new()));
         let (o, s, n) = (Arc::clone(&on), Arc::clone(&stop), Arc::clone(&scrapes));
+        let t = Arc::clone(&times);
         let thread = thread::spawn(move || {
             let mut next = Instant::now();
             while !s.load(Ordering::Relaxed) {
                 if o.load(Ordering::Relaxed) && Instant::now() >= next {
+                    let started = Instant::now();
                     if scrape(addr).is_ok() {
                         n.fetch_add(1, Ordering::Relaxed);
+                        if let Ok(mut t) = t.lock() {
+                            t.push(started.elapsed().as_micros() as u64);
+                        }
                     }
                     next = Instant::now() + SCRAPE_EVERY;
                 }
@@ -55,6 +63,7 @@ impl Scraper {
             on,
             stop,
             scrapes,
+            times,
             thread: Some(thread),
         }
     }
@@ -65,6 +74,25 @@ impl Scraper {
 
     pub fn scrapes(&self) -> u64 {
         self.scrapes.load(Ordering::Relaxed)
+    }
+
+    /// The median wall time of one scrape (request, snapshot, encoding,
+    /// response read), as a row: what the endpoint spends per second.
+    pub fn cost_row(&self) -> Row {
+        let times: Vec<f64> = self
+            .times
+            .lock()
+            .map(|t| t.iter().map(|&us| us as f64 / 1000.0).collect())
+            .unwrap_or_default();
+        let mut row = Row::new(
+            "prometheus_scrape_ms",
+            "one scrape of /metrics, wall time (median)",
+            Unit::Millis,
+            Goal::Info,
+        )
+        .note(format!("{} scrapes, one per second while on", times.len()));
+        row.instrumented = Some(median(&times)).filter(|x| x.is_finite());
+        row
     }
 }
 
@@ -116,6 +144,13 @@ pub fn compare(scraper: &Scraper, rows: &mut dyn FnMut() -> Vec<Row>) -> Vec<Row
         };
         let ratio_off = pick(&off, |r| r.ratio);
         let ratio_on = pick(&on, |r| r.ratio);
+        // The noise floor: how far apart the rounds without a scraper are.
+        let offs: Vec<f64> = off
+            .iter()
+            .filter_map(|r| r.get(i).and_then(|r| r.ratio))
+            .collect();
+        let spread = offs.iter().copied().fold(f64::NAN, f64::max)
+            / offs.iter().copied().fold(f64::NAN, f64::min);
         // How much worse with the scraper on: above 1 is worse.
         let (change, goal) = match first.unit {
             Unit::MopsPerSec => (ratio_on / ratio_off, Goal::RatioAtLeast(2.0 - WORST)),
@@ -127,7 +162,10 @@ pub fn compare(scraper: &Scraper, rows: &mut dyn FnMut() -> Vec<Row>) -> Vec<Row
             first.unit,
             goal,
         )
-        .note("ratio: (on / bare) / (off / bare), medians of 3 rounds");
+        .note(format!(
+            "ratio: (on / bare) / (off / bare), medians of {ROUNDS} rounds; the rounds without a scraper differ by up to {:.0} %",
+            (spread - 1.0) * 100.0
+        ));
         row.bare = Some(pick(&off, |r| r.instrumented)).filter(|x| x.is_finite());
         row.instrumented = Some(pick(&on, |r| r.instrumented)).filter(|x| x.is_finite());
         row.ratio = Some(change).filter(|x| x.is_finite());
