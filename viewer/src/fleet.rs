@@ -83,16 +83,33 @@ pub fn merge(members: &[Member]) -> Option<Snapshot> {
     let mut merged = Snapshot::merge(&labelled)?;
     merged.process.pid = 0;
     merged.process.name = summary(members);
+    // What is held now and the deadlocks are per process: all of them,
+    // each instance named with its process. Lock order is left out: an
+    // edge between two processes' classes would mean nothing.
+    merged.now = Default::default();
+    merged.deadlocks.clear();
+    merged.lock_order = Default::default();
+    for s in &labelled {
+        merged.now.at_unix_ns = merged.now.at_unix_ns.max(s.now.at_unix_ns);
+        merged.now.locks.extend(s.now.locks.iter().cloned());
+        merged.now.chains.extend(s.now.chains.iter().cloned());
+        merged.now.unreadable_threads += s.now.unreadable_threads;
+        merged.now.untracked_holds += s.now.untracked_holds;
+        merged.deadlocks.extend(s.deadlocks.iter().cloned());
+    }
     Some(merged)
 }
 
-/// `snap` with every call site suffixed by ` @ label`.
+/// `snap` with every call site and held instance suffixed by ` @ label`.
 fn labelled(snap: &Snapshot, label: &str) -> Snapshot {
     let mut s = snap.clone();
     for lock in &mut s.locks {
         for site in &mut lock.sites {
             site.site = format!("{} @ {label}", site.site);
         }
+    }
+    for lock in &mut s.now.locks {
+        lock.instance = format!("{} @ {label}", lock.instance);
     }
     s
 }

@@ -14,6 +14,7 @@
 //! - [`diff`]: before/after comparison of two snapshots.
 //! - [`advice`]: advisories computed from the stats.
 //! - [`series`]: bounded, monotonic per-site series for metric exporters.
+//! - [`now`]: what is held and waited on now, deadlocks, lock order.
 //!
 //! Moving snapshots between processes and onto disk (the endpoint's
 //! messages, sockets, discovery, atomic writes) is `lockmeter-wire`'s job.
@@ -26,6 +27,7 @@ pub mod diff;
 pub mod dist;
 pub mod format;
 pub mod metric;
+pub mod now;
 pub mod read;
 pub mod render;
 pub mod series;

@@ -14,7 +14,9 @@
 //! ignore), prints `ready <ACQUISITIONS> <WAITS>`, and waits until its
 //! standard input closes. Meanwhile two threads keep `prom.busy` lightly
 //! contended (about 100 acquisitions a second, most of them waiting about
-//! a millisecond), so that rates and the dashboard's panels have data. The test `tests/prometheus_round_trip.rs` and
+//! a millisecond), so that rates and the dashboard's panels have data, and
+//! one thread holds `prom.held` for good while another waits for it, so
+//! that `lockmeter_holders` and `lockmeter_waiters` are 1 for it. The test `tests/prometheus_round_trip.rs` and
 //! `.ci/prometheus_round_trip.sh` drive it.
 //!
 //! Usage: `prometheus_demo [ACQUISITIONS=1000] [THREADS=4] [WAITS=5]`
@@ -87,6 +89,7 @@ fn main() {
 
     handle.reset();
     keep_busy();
+    hold_one_forever();
     println!("ready {total} {waits}");
     let _ = std::io::stdout().flush();
     let _ = std::io::stdin().read_to_end(&mut Vec::new());
@@ -108,4 +111,21 @@ fn keep_busy() {
         drop(other.lock());
         thread::sleep(Duration::from_millis(9));
     });
+}
+
+/// One thread takes `prom.held` and keeps it; another then blocks on it.
+/// Returns once both are in place (the waiter about to block).
+fn hold_one_forever() {
+    let held = Arc::new(lockmeter::Mutex::named("prom.held", ()));
+    let (taken, is_taken) = mpsc::channel();
+    let holder = Arc::clone(&held);
+    thread::spawn(move || {
+        let _guard = holder.lock();
+        let _ = taken.send(());
+        loop {
+            thread::sleep(Duration::from_secs(3600));
+        }
+    });
+    let _ = is_taken.recv();
+    thread::spawn(move || drop(held.lock()));
 }

@@ -90,7 +90,13 @@ impl std::fmt::Debug for Layer {
     }
 }
 
-impl<S: Subscriber> tracing_subscriber::Layer<S> for Layer {}
+impl<S: Subscriber> tracing_subscriber::Layer<S> for Layer {
+    /// Remembers the subscriber, so the watchdog's deadlock and stall
+    /// events go where this layer's user looks.
+    fn on_register_dispatch(&self, subscriber: &tracing::Dispatch) {
+        crate::now::remember_dispatch(Arc::as_ptr(&self.recorder) as usize, subscriber);
+    }
+}
 
 /// Settings for a [`Layer`].
 #[derive(Default)]
@@ -99,6 +105,7 @@ pub struct LayerBuilder {
     slow_threshold: Option<Duration>,
     sample_every: Option<u32>,
     process_name: Option<String>,
+    now: crate::now::Settings,
     #[cfg(unix)]
     export: ExportConfig,
 }
@@ -131,6 +138,38 @@ impl LayerBuilder {
     /// distributions and UTIL are scaled up from the sample.
     pub fn sample_uncontended_holds(mut self, every: u32) -> Self {
         self.sample_every = Some(every);
+        self
+    }
+
+    /// Reports deadlocks (cycles of threads each waiting on a lock the next
+    /// holds) within `interval` of forming, as ERROR events with target
+    /// `lockmeter` and in snapshots' `deadlocks`; `None` turns detection
+    /// off. Default: on, within [`DEFAULT_DEADLOCK_INTERVAL`].
+    /// `LOCKMETER_DEADLOCK` (`off`, `200ms`, ...) wins over this. The
+    /// watchdog is one thread per process: the last layer built sets it.
+    ///
+    /// [`DEFAULT_DEADLOCK_INTERVAL`]: crate::DEFAULT_DEADLOCK_INTERVAL
+    pub fn deadlock_detection(mut self, interval: Option<Duration>) -> Self {
+        self.now.deadlock = Some(interval);
+        self
+    }
+
+    /// Reports a hold or wait still going on after `threshold`, once, as a
+    /// WARN event, and marks it `stalled` in snapshots' `now`. Default: off.
+    /// `LOCKMETER_STALL` wins over this. Process-wide, like
+    /// [`deadlock_detection`](Self::deadlock_detection).
+    pub fn stall_threshold(mut self, threshold: Option<Duration>) -> Self {
+        self.now.stall = Some(threshold);
+        self
+    }
+
+    /// Records lock order: every acquisition made while the thread holds
+    /// other locks counts an edge, and classes taken in both orders are
+    /// reported in snapshots' `lock_order.inversions`. Default: off (it
+    /// costs a table probe per held lock on every nested acquisition);
+    /// `LOCKMETER_LOCK_ORDER=1` wins over this. Process-wide.
+    pub fn lock_order(mut self, on: bool) -> Self {
+        self.now.lock_order = Some(on);
         self
     }
 
@@ -170,6 +209,7 @@ impl LayerBuilder {
             },
         };
         let recorder = Arc::new(Recorder::new(settings));
+        crate::now::configure(self.now);
         #[cfg(unix)]
         {
             let config = self.export.with_env_overrides();

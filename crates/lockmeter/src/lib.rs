@@ -99,6 +99,7 @@ pub mod export;
 mod layer;
 mod meter;
 mod mutex;
+mod now;
 mod primitive;
 mod recorder;
 mod report;
@@ -111,6 +112,14 @@ mod waitqueue;
 pub use layer::{Handle, Layer, LayerBuilder, DEFAULT_HOLD_SAMPLING, DEFAULT_SLOW_THRESHOLD};
 pub use lockmeter_model as model;
 pub use mutex::{MeteredMutex, MeteredMutexGuard, Mutex, MutexGuard};
+pub use now::DEFAULT_DEADLOCK_INTERVAL;
+
+/// The `now` tables' seqlock, for the loom models in `tests/loom.rs` only.
+#[cfg(lockmeter_loom)]
+#[doc(hidden)]
+pub mod loom_now {
+    pub use crate::now::table::{Rec, Table, View};
+}
 pub use rwlock::{
     MeteredReadGuard, MeteredRwLock, MeteredWriteGuard, RwLock, RwLockReadGuard, RwLockWriteGuard,
 };

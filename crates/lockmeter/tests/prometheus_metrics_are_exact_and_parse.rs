@@ -85,6 +85,22 @@ fn counters_are_exact_and_cumulative_across_a_reset() {
             .or_else(|| value(&s, "lockmeter_info", &[("clock", "monotonic")]))
             .is_some());
     }
+    // What is held and waited on right now: one holder, one waiter.
+    let gauges = |name: &str| {
+        value(
+            &samples(&get(demo.addr, "/metrics", None).body),
+            name,
+            &[("lock", "prom.held"), ("kind", "mutex")],
+        )
+    };
+    assert_eq!(gauges("lockmeter_holders"), Some(1.0));
+    let waiting = poll(|| gauges("lockmeter_waiters") == Some(1.0));
+    assert!(
+        waiting,
+        "the waiter of prom.held is not shown: {:?}",
+        gauges("lockmeter_waiters")
+    );
+    assert!(zero_gauges_for_an_idle_class(demo.addr));
     let reply = get(demo.addr, "/metrics", Some(OPENMETRICS));
     assert!(reply
         .header("content-type")
@@ -97,6 +113,25 @@ fn counters_are_exact_and_cumulative_across_a_reset() {
         .unwrap()
         .starts_with("text/plain; version=0.0.4"));
     demo.finish();
+}
+
+/// Polls `cond` for up to a minute (the waiter may not block at once).
+fn poll(mut cond: impl FnMut() -> bool) -> bool {
+    let end = std::time::Instant::now() + prometheus_common::PATIENCE;
+    while std::time::Instant::now() < end {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    false
+}
+
+/// A class nobody holds has its gauges at 0 rather than missing.
+fn zero_gauges_for_an_idle_class(addr: std::net::SocketAddr) -> bool {
+    let s = samples(&get(addr, "/metrics", None).body);
+    value(&s, "lockmeter_holders", &[("lock", "prom.counter")]) == Some(0.0)
+        && value(&s, "lockmeter_waiters", &[("lock", "prom.counter")]) == Some(0.0)
 }
 
 /// The site of `prom.slow` that waited (the one with contended acquisitions).

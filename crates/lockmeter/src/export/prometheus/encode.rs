@@ -53,15 +53,38 @@ pub(crate) struct Scrape {
     pub(crate) clock: String,
     pub(crate) hold_sampling: u32,
     pub(crate) dropped_records: u64,
+    /// Per lock class: (id, kind, threads holding it, threads waiting).
+    pub(crate) now: Vec<(String, LockKind, u64, u64)>,
+    pub(crate) deadlocks: u64,
 }
 
 impl Scrape {
     pub(crate) fn new(cumulative: &Snapshot, series: Vec<Series>) -> Scrape {
+        // Every class gets its gauges, zero when nothing is held, so that
+        // a series does not come and go with the traffic.
+        let mut now: Vec<(String, LockKind, u64, u64)> = cumulative
+            .locks
+            .iter()
+            .map(|l| (l.id.clone(), l.kind, 0, 0))
+            .collect();
+        for lock in &cumulative.now.locks {
+            let i = match now.iter().position(|(id, ..)| *id == lock.id) {
+                Some(i) => i,
+                None => {
+                    now.push((lock.id.clone(), lock.kind, 0, 0));
+                    now.len() - 1
+                }
+            };
+            now[i].2 += lock.holders.len() as u64;
+            now[i].3 += lock.waiters.len() as u64;
+        }
         Scrape {
             series,
             clock: cumulative.clock.clone(),
             hold_sampling: cumulative.sampling.uncontended_hold_every,
             dropped_records: cumulative.dropped_records,
+            now,
+            deadlocks: cumulative.deadlocks.len() as u64,
         }
     }
 
@@ -196,6 +219,37 @@ impl Collector for Scrape {
             locks,
             |s| &s.stats.hold_ns,
         )?;
+        for (name, help, pick) in [
+            (
+                "lockmeter_holders",
+                "Threads holding a lock of this class at the scrape.",
+                (|n: &(String, LockKind, u64, u64)| n.2)
+                    as fn(&(String, LockKind, u64, u64)) -> u64,
+            ),
+            (
+                "lockmeter_waiters",
+                "Threads waiting for a lock of this class at the scrape.",
+                |n: &(String, LockKind, u64, u64)| n.3,
+            ),
+        ] {
+            if self.now.is_empty() {
+                break;
+            }
+            let mut metric = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
+            for n in &self.now {
+                let labels = [("lock", n.0.as_str()), ("kind", n.1.as_str())];
+                metric
+                    .encode_family(&labels)?
+                    .encode_gauge(&(pick(n) as i64))?;
+            }
+        }
+        let mut metric = encoder.encode_descriptor(
+            "lockmeter_deadlocks",
+            "Deadlocks found since the layer was built.",
+            None,
+            MetricType::Counter,
+        )?;
+        metric.encode_counter::<NoLabelSet, u64, f64>(&self.deadlocks, None)?;
         let hold_every = self.hold_sampling.to_string();
         let info = [
             ("clock", self.clock.as_str()),
