@@ -5,14 +5,20 @@
 //! per power of two: each `le` is `2^k - 1` ns, the inclusive upper bound
 //! of the last log bucket of an octave, so every log bucket falls wholly
 //! inside one Prometheus bucket and the counts are exact, not interpolated.
+// Without the `prometheus` feature only the server's refusal is compiled in.
+#![cfg_attr(not(feature = "prometheus"), allow(dead_code, unused_imports))]
 
 use std::fmt;
 
 use lockmeter_model::series::Series;
 use lockmeter_model::{Dist, LockKind, Snapshot};
+#[cfg(feature = "prometheus")]
 use prometheus_client::collector::Collector;
+#[cfg(feature = "prometheus")]
 use prometheus_client::encoding::{DescriptorEncoder, MetricEncoder, NoLabelSet};
+#[cfg(feature = "prometheus")]
 use prometheus_client::metrics::MetricType;
+#[cfg(feature = "prometheus")]
 use prometheus_client::registry::{Registry, Unit};
 
 /// The smallest exported bucket bound is `2^FIRST_OCTAVE - 1` ns (~1 µs).
@@ -40,7 +46,7 @@ impl Format {
 
     pub(crate) fn content_type(self) -> &'static str {
         match self {
-            Format::Text => prometheus_client::encoding::prometheus_text::CONTENT_TYPE,
+            Format::Text => "text/plain; version=0.0.4; charset=utf-8",
             Format::OpenMetrics => "application/openmetrics-text; version=1.0.0; charset=utf-8",
         }
     }
@@ -89,6 +95,7 @@ impl Scrape {
     }
 
     /// The whole exposition in `format`.
+    #[cfg(feature = "prometheus")]
     pub(crate) fn encode(self, format: Format) -> String {
         let mut registry = Registry::default();
         registry.register_collector(Box::new(self));
@@ -105,6 +112,13 @@ impl Scrape {
             out = String::from("# lockmeter: encoding failed\n");
         }
         out
+    }
+
+    /// Without the `prometheus` feature no server starts (see
+    /// `PrometheusServer::start`), so nothing asks for an exposition.
+    #[cfg(not(feature = "prometheus"))]
+    pub(crate) fn encode(self, _format: Format) -> String {
+        String::from("# lockmeter: built without the prometheus feature\n")
     }
 }
 
@@ -184,6 +198,7 @@ fn labels(s: &Series) -> [(&'static str, &str); 4] {
     ]
 }
 
+#[cfg(feature = "prometheus")]
 impl Collector for Scrape {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), fmt::Error> {
         for family in &COUNTERS {
@@ -275,6 +290,7 @@ impl Collector for Scrape {
 }
 
 /// One histogram family over the series `applies` selects.
+#[cfg(feature = "prometheus")]
 fn histogram(
     encoder: &mut DescriptorEncoder,
     name: &'static str,

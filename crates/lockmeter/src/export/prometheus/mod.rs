@@ -92,6 +92,13 @@ impl PrometheusServer {
         source: Arc<dyn SnapshotSource>,
         opts: PrometheusOptions,
     ) -> io::Result<PrometheusServer> {
+        if !cfg!(feature = "prometheus") {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "lockmeter was built without its `prometheus` feature (it is off when the \
+                 whole dependency tree's parking_lot is patched: see docs/guide.md)",
+            ));
+        }
         if !opts.addr.ip().is_loopback() && !opts.allow_remote {
             return Err(io::Error::new(
                 io::ErrorKind::PermissionDenied,
