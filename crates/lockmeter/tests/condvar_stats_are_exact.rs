@@ -15,7 +15,7 @@ use lockmeter_model::{LockKind, LockStats, SiteStats};
 
 /// The row of the call at `line` of this file (the tests name the lines
 /// of their calls).
-fn site_at<'a>(l: &'a LockStats, line: u32) -> &'a SiteStats {
+fn site_at(l: &LockStats, line: u32) -> &SiteStats {
     let suffix = format!("condvar_stats_are_exact.rs:{line}:");
     l.sites
         .iter()
