@@ -36,6 +36,57 @@
 //! let table = lockmeter_model::render::text_table(&handle.snapshot(), &Default::default());
 //! assert!(table.contains("quickstart"));
 //! ```
+//!
+//! # Guards stay on their thread
+//!
+//! A guard's hold is recorded into the per-thread counters of the thread
+//! that acquired, which only that thread writes, so no guard is `Send`
+//! (each carries the meter's `GuardNoSend` marker). Sharing one is fine
+//! when the data is `Sync`:
+//!
+//! ```
+//! fn shareable<T: Sync>(_: &T) {}
+//! let m = lockmeter::Mutex::new(0u32);
+//! shareable(&m.lock());
+//! ```
+//!
+//! Sending one does not compile, whatever the primitive:
+//!
+//! ```compile_fail
+//! fn sendable<T: Send>(_: T) {}
+//! let lock = lockmeter::SpinLock::new(0u32);
+//! sendable(lock.lock());
+//! ```
+//!
+//! ```compile_fail
+//! fn sendable<T: Send>(_: T) {}
+//! let lock = lockmeter::Mutex::new(0u32);
+//! sendable(lock.lock());
+//! ```
+//!
+//! ```compile_fail
+//! fn sendable<T: Send>(_: T) {}
+//! let lock = lockmeter::RwLock::new(0u32);
+//! sendable(lock.read());
+//! ```
+//!
+//! ```compile_fail
+//! fn sendable<T: Send>(_: T) {}
+//! let lock = lockmeter::RwLock::new(0u32);
+//! sendable(lock.write());
+//! ```
+//!
+//! ```compile_fail
+//! fn sendable<T: Send>(_: T) {}
+//! let sem = lockmeter::Semaphore::new(1);
+//! sendable(sem.acquire());
+//! ```
+//!
+//! ```compile_fail
+//! fn sendable<T: Send>(_: T) {}
+//! let queue = lockmeter::WaitQueue::with_data(0u32);
+//! sendable(queue.lock());
+//! ```
 
 mod backoff;
 mod class;

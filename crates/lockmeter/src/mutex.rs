@@ -142,7 +142,7 @@ impl<R: RawMutex, T> MeteredMutex<R, T> {
     pub const fn from_raw(raw: R, value: T) -> Self {
         MeteredMutex {
             raw,
-            meta: Meta::new(Class::new(None, Location::caller())),
+            meta: Meta::new(Class::new(None, Location::caller()), LockKind::Mutex),
             data: UnsafeCell::new(value),
         }
     }
@@ -150,7 +150,7 @@ impl<R: RawMutex, T> MeteredMutex<R, T> {
     pub(crate) const fn from_class(class: Class, value: T) -> Self {
         MeteredMutex {
             raw: R::INIT,
-            meta: Meta::new(class),
+            meta: Meta::new(class, LockKind::Mutex),
             data: UnsafeCell::new(value),
         }
     }
@@ -175,7 +175,6 @@ impl<R: RawMutex, T: ?Sized> MeteredMutex<R, T> {
     pub(crate) fn lock_at(&self, site: &'static Location<'static>) -> (R::Guard, Hold) {
         meter::acquire(
             &self.meta,
-            LockKind::Mutex,
             site,
             Mode::Exclusive,
             || self.raw.lock(),
@@ -188,13 +187,9 @@ impl<R: RawMutex, T: ?Sized> MeteredMutex<R, T> {
     #[track_caller]
     #[inline]
     pub fn try_lock(&self) -> Option<MeteredMutexGuard<'_, R, T>> {
-        meter::try_acquire(
-            &self.meta,
-            LockKind::Mutex,
-            Location::caller(),
-            Mode::Exclusive,
-            || self.raw.try_lock(),
-        )
+        meter::try_acquire(&self.meta, Location::caller(), Mode::Exclusive, || {
+            self.raw.try_lock()
+        })
         .map(|(raw, hold)| self.guard(raw, hold))
     }
 
@@ -278,7 +273,6 @@ impl<R: RawMutexTimed, T: ?Sized> MeteredMutex<R, T> {
     pub fn try_lock_for(&self, timeout: R::Duration) -> Option<MeteredMutexGuard<'_, R, T>> {
         meter::acquire_timed(
             &self.meta,
-            LockKind::Mutex,
             Location::caller(),
             Mode::Exclusive,
             || self.raw.try_lock(),
@@ -292,7 +286,6 @@ impl<R: RawMutexTimed, T: ?Sized> MeteredMutex<R, T> {
     pub fn try_lock_until(&self, deadline: R::Instant) -> Option<MeteredMutexGuard<'_, R, T>> {
         meter::acquire_timed(
             &self.meta,
-            LockKind::Mutex,
             Location::caller(),
             Mode::Exclusive,
             || self.raw.try_lock(),

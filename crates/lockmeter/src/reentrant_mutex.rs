@@ -78,7 +78,6 @@ impl<R: RawMutex, G: GetThreadId> Core<R, G> {
         let again = self.owned_by_me();
         let ((), hold) = meter::acquire(
             &self.meta,
-            LockKind::Mutex,
             site,
             Mode::Exclusive,
             || self.enter(again, || Some(self.raw.lock())).expect("lock"),
@@ -210,7 +209,7 @@ impl<R: RawMutex, G: GetThreadId, T> MeteredReentrantMutex<R, G, T> {
         MeteredReentrantMutex {
             core: Core {
                 raw,
-                meta: Meta::new(class),
+                meta: Meta::new(class, LockKind::Mutex),
                 owner: AtomicUsize::new(0),
                 lock_count: Cell::new(0),
                 raw_guard: UnsafeCell::new(MaybeUninit::uninit()),
@@ -240,13 +239,9 @@ impl<R: RawMutex, G: GetThreadId, T: ?Sized> MeteredReentrantMutex<R, G, T> {
     #[track_caller]
     pub fn try_lock(&self) -> Option<MeteredReentrantMutexGuard<'_, R, G, T>> {
         let again = self.core.owned_by_me();
-        meter::try_acquire(
-            &self.core.meta,
-            LockKind::Mutex,
-            Location::caller(),
-            Mode::Exclusive,
-            || self.core.enter(again, || self.core.raw.try_lock()),
-        )
+        meter::try_acquire(&self.core.meta, Location::caller(), Mode::Exclusive, || {
+            self.core.enter(again, || self.core.raw.try_lock())
+        })
         .map(|((), hold)| MeteredReentrantMutexGuard::new(self, hold))
     }
 
@@ -318,7 +313,6 @@ impl<R: RawMutexTimed, G: GetThreadId, T: ?Sized> MeteredReentrantMutex<R, G, T>
         let again = self.core.owned_by_me();
         meter::acquire_timed(
             &self.core.meta,
-            LockKind::Mutex,
             Location::caller(),
             Mode::Exclusive,
             || self.core.enter(again, || self.core.raw.try_lock()),
@@ -343,7 +337,6 @@ impl<R: RawMutexTimed, G: GetThreadId, T: ?Sized> MeteredReentrantMutex<R, G, T>
         let again = self.core.owned_by_me();
         meter::acquire_timed(
             &self.core.meta,
-            LockKind::Mutex,
             Location::caller(),
             Mode::Exclusive,
             || self.core.enter(again, || self.core.raw.try_lock()),

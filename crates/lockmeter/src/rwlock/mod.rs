@@ -121,7 +121,7 @@ impl<R: RawRwLock, T> MeteredRwLock<R, T> {
     pub const fn from_raw(raw: R, value: T) -> Self {
         MeteredRwLock {
             raw,
-            meta: Meta::new(Class::new(None, Location::caller())),
+            meta: Meta::new(Class::new(None, Location::caller()), LockKind::Rwlock),
             data: UnsafeCell::new(value),
         }
     }
@@ -129,7 +129,7 @@ impl<R: RawRwLock, T> MeteredRwLock<R, T> {
     const fn from_class(class: Class, value: T) -> Self {
         MeteredRwLock {
             raw: R::INIT,
-            meta: Meta::new(class),
+            meta: Meta::new(class, LockKind::Rwlock),
             data: UnsafeCell::new(value),
         }
     }
@@ -153,7 +153,6 @@ impl<R: RawRwLock, T: ?Sized> MeteredRwLock<R, T> {
     pub(crate) fn read_at(&self, site: &'static Location<'static>) -> (R::SharedGuard, Hold) {
         meter::acquire(
             &self.meta,
-            LockKind::Rwlock,
             site,
             Mode::Read,
             || self.raw.lock_shared(),
@@ -174,7 +173,6 @@ impl<R: RawRwLock, T: ?Sized> MeteredRwLock<R, T> {
     pub(crate) fn write_at(&self, site: &'static Location<'static>) -> (R::ExclusiveGuard, Hold) {
         meter::acquire(
             &self.meta,
-            LockKind::Rwlock,
             site,
             Mode::Write,
             || self.raw.lock_exclusive(),
@@ -187,13 +185,9 @@ impl<R: RawRwLock, T: ?Sized> MeteredRwLock<R, T> {
     #[track_caller]
     #[inline]
     pub fn try_read(&self) -> Option<MeteredReadGuard<'_, R, T>> {
-        meter::try_acquire(
-            &self.meta,
-            LockKind::Rwlock,
-            Location::caller(),
-            Mode::Read,
-            || self.raw.try_lock_shared(),
-        )
+        meter::try_acquire(&self.meta, Location::caller(), Mode::Read, || {
+            self.raw.try_lock_shared()
+        })
         .map(|(raw, hold)| MeteredReadGuard::new(self, raw, hold))
     }
 
@@ -201,13 +195,9 @@ impl<R: RawRwLock, T: ?Sized> MeteredRwLock<R, T> {
     #[track_caller]
     #[inline]
     pub fn try_write(&self) -> Option<MeteredWriteGuard<'_, R, T>> {
-        meter::try_acquire(
-            &self.meta,
-            LockKind::Rwlock,
-            Location::caller(),
-            Mode::Write,
-            || self.raw.try_lock_exclusive(),
-        )
+        meter::try_acquire(&self.meta, Location::caller(), Mode::Write, || {
+            self.raw.try_lock_exclusive()
+        })
         .map(|(raw, hold)| MeteredWriteGuard::new(self, raw, hold))
     }
 
@@ -220,7 +210,7 @@ impl<R: RawRwLock, T: ?Sized> MeteredRwLock<R, T> {
         held: G,
     ) -> (G, Hold) {
         let mut held = Some(held);
-        meter::try_acquire(&self.meta, LockKind::Rwlock, site, mode, || held.take())
+        meter::try_acquire(&self.meta, site, mode, || held.take())
             .expect("a lock already held is acquired at the first attempt")
     }
 
@@ -336,7 +326,6 @@ impl<R: RawRwLockTimed, T: ?Sized> MeteredRwLock<R, T> {
     pub fn try_read_for(&self, timeout: R::Duration) -> Option<MeteredReadGuard<'_, R, T>> {
         meter::acquire_timed(
             &self.meta,
-            LockKind::Rwlock,
             Location::caller(),
             Mode::Read,
             || self.raw.try_lock_shared(),
@@ -350,7 +339,6 @@ impl<R: RawRwLockTimed, T: ?Sized> MeteredRwLock<R, T> {
     pub fn try_write_for(&self, timeout: R::Duration) -> Option<MeteredWriteGuard<'_, R, T>> {
         meter::acquire_timed(
             &self.meta,
-            LockKind::Rwlock,
             Location::caller(),
             Mode::Write,
             || self.raw.try_lock_exclusive(),
@@ -364,7 +352,6 @@ impl<R: RawRwLockTimed, T: ?Sized> MeteredRwLock<R, T> {
     pub fn try_read_until(&self, deadline: R::Instant) -> Option<MeteredReadGuard<'_, R, T>> {
         meter::acquire_timed(
             &self.meta,
-            LockKind::Rwlock,
             Location::caller(),
             Mode::Read,
             || self.raw.try_lock_shared(),
@@ -378,7 +365,6 @@ impl<R: RawRwLockTimed, T: ?Sized> MeteredRwLock<R, T> {
     pub fn try_write_until(&self, deadline: R::Instant) -> Option<MeteredWriteGuard<'_, R, T>> {
         meter::acquire_timed(
             &self.meta,
-            LockKind::Rwlock,
             Location::caller(),
             Mode::Write,
             || self.raw.try_lock_exclusive(),
@@ -397,7 +383,6 @@ impl<R: RawRwLockRecursive, T: ?Sized> MeteredRwLock<R, T> {
     pub fn read_recursive(&self) -> MeteredReadGuard<'_, R, T> {
         let (raw, hold) = meter::acquire(
             &self.meta,
-            LockKind::Rwlock,
             Location::caller(),
             Mode::Read,
             || self.raw.lock_shared_recursive(),
@@ -411,13 +396,9 @@ impl<R: RawRwLockRecursive, T: ?Sized> MeteredRwLock<R, T> {
     /// counts in RJECT.
     #[track_caller]
     pub fn try_read_recursive(&self) -> Option<MeteredReadGuard<'_, R, T>> {
-        meter::try_acquire(
-            &self.meta,
-            LockKind::Rwlock,
-            Location::caller(),
-            Mode::Read,
-            || self.raw.try_lock_shared_recursive(),
-        )
+        meter::try_acquire(&self.meta, Location::caller(), Mode::Read, || {
+            self.raw.try_lock_shared_recursive()
+        })
         .map(|(raw, hold)| MeteredReadGuard::new(self, raw, hold))
     }
 }
@@ -431,7 +412,6 @@ impl<R: RawRwLockRecursiveTimed, T: ?Sized> MeteredRwLock<R, T> {
     ) -> Option<MeteredReadGuard<'_, R, T>> {
         meter::acquire_timed(
             &self.meta,
-            LockKind::Rwlock,
             Location::caller(),
             Mode::Read,
             || self.raw.try_lock_shared_recursive(),
@@ -448,7 +428,6 @@ impl<R: RawRwLockRecursiveTimed, T: ?Sized> MeteredRwLock<R, T> {
     ) -> Option<MeteredReadGuard<'_, R, T>> {
         meter::acquire_timed(
             &self.meta,
-            LockKind::Rwlock,
             Location::caller(),
             Mode::Read,
             || self.raw.try_lock_shared_recursive(),
@@ -475,7 +454,6 @@ impl<R: RawRwLockUpgrade, T: ?Sized> MeteredRwLock<R, T> {
     ) -> (R::UpgradableGuard, Hold) {
         meter::acquire(
             &self.meta,
-            LockKind::Rwlock,
             site,
             Mode::Upgradable,
             || self.raw.lock_upgradable(),
@@ -487,13 +465,9 @@ impl<R: RawRwLockUpgrade, T: ?Sized> MeteredRwLock<R, T> {
     /// Upgradable access if available now; a failure counts in RJECT.
     #[track_caller]
     pub fn try_upgradable_read(&self) -> Option<MeteredUpgradableReadGuard<'_, R, T>> {
-        meter::try_acquire(
-            &self.meta,
-            LockKind::Rwlock,
-            Location::caller(),
-            Mode::Upgradable,
-            || self.raw.try_lock_upgradable(),
-        )
+        meter::try_acquire(&self.meta, Location::caller(), Mode::Upgradable, || {
+            self.raw.try_lock_upgradable()
+        })
         .map(|(raw, hold)| MeteredUpgradableReadGuard::new(self, raw, hold))
     }
 
@@ -519,7 +493,6 @@ impl<R: RawRwLockUpgrade, T: ?Sized> MeteredRwLock<R, T> {
         let take = || slot.take().expect("the upgradable guard is used once");
         meter::acquire(
             &self.meta,
-            LockKind::Rwlock,
             site,
             Mode::Write,
             // SAFETY: `take()` is this guard's upgradable lock, held.
@@ -544,7 +517,7 @@ impl<R: RawRwLockUpgrade, T: ?Sized> MeteredRwLock<R, T> {
         site: &'static Location<'static>,
     ) -> Result<(R::ExclusiveGuard, Hold), R::UpgradableGuard> {
         let slot = Cell::new(Some(up));
-        let got = meter::try_acquire(&self.meta, LockKind::Rwlock, site, Mode::Write, || {
+        let got = meter::try_acquire(&self.meta, site, Mode::Write, || {
             let up = slot.take()?;
             // SAFETY: `up` is this guard's upgradable lock, held.
             match unsafe { self.raw.try_upgrade(up) } {
@@ -571,7 +544,6 @@ impl<R: RawRwLockUpgradeTimed, T: ?Sized> MeteredRwLock<R, T> {
     ) -> Option<MeteredUpgradableReadGuard<'_, R, T>> {
         meter::acquire_timed(
             &self.meta,
-            LockKind::Rwlock,
             Location::caller(),
             Mode::Upgradable,
             || self.raw.try_lock_upgradable(),
@@ -588,7 +560,6 @@ impl<R: RawRwLockUpgradeTimed, T: ?Sized> MeteredRwLock<R, T> {
     ) -> Option<MeteredUpgradableReadGuard<'_, R, T>> {
         meter::acquire_timed(
             &self.meta,
-            LockKind::Rwlock,
             Location::caller(),
             Mode::Upgradable,
             || self.raw.try_lock_upgradable(),
@@ -608,7 +579,6 @@ impl<R: RawRwLockUpgradeTimed, T: ?Sized> MeteredRwLock<R, T> {
         let slot = Cell::new(Some(up));
         let got = meter::acquire_timed(
             &self.meta,
-            LockKind::Rwlock,
             site,
             Mode::Write,
             || {
