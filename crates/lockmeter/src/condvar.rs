@@ -17,17 +17,6 @@
 //! therefore finds it queued: no wake-up is lost. `state` holds the raw
 //! mutex's address while anyone waits, 0 otherwise; it lets a notify with
 //! nobody waiting return after one load, and catches a second mutex.
-//!
-//! # Differences from `parking_lot::Condvar`
-//! - `wait*` take the guard of any [`MeteredMutex`](crate::MeteredMutex)
-//!   (a [`FairMutex`](crate::FairMutex)'s too), not only a `Mutex`'s.
-//! - `notify_all` wakes every waiter; parking_lot wakes one and requeues
-//!   the rest onto the mutex. The woken waiters then contend for the mutex,
-//!   which its rows show.
-//! - `notify_one` returns whether it woke a thread; parking_lot also
-//!   returns `true` for a thread it requeued.
-//! - The waiter's wake-up is a per-wait allocation (its parker), where
-//!   parking_lot uses a thread-local parker.
 
 use std::fmt;
 use std::panic::Location;
@@ -58,7 +47,21 @@ impl WaitTimeoutResult {
     }
 }
 
-/// The drop-in replacement for `parking_lot::Condvar`.
+/// The drop-in replacement for `parking_lot::Condvar`, metered as a wait
+/// queue of kind `condvar` (docs/format.md says what its rows count).
+///
+/// # Differences from parking_lot
+/// - `wait*` take the guard of any `MeteredMutex` (a `FairMutex`'s too),
+///   not only a `Mutex`'s.
+/// - `notify_all` wakes every waiter, which then contend for the mutex (its
+///   rows show it); parking_lot wakes one and requeues the rest onto the
+///   mutex.
+/// - `notify_one` returns whether it woke a thread; parking_lot also
+///   returns `true` for a thread it requeued.
+/// - Each wait allocates its waiter (with its own parker); parking_lot uses
+///   a thread-local parker.
+/// - Built on this crate's wait list and parker, not `parking_lot_core`, so
+///   the loom models cover it.
 ///
 /// # Examples
 ///

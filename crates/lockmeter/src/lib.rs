@@ -10,7 +10,7 @@
 //! | item | what it is |
 //! |---|---|
 //! | [`SpinLock`] | test-and-test-and-set spinlock with bounded backoff |
-//! | [`Mutex`], [`RwLock`] | drop-ins for `parking_lot`'s, over any `lock_api` raw lock via [`MeteredMutex`], [`MeteredRwLock`] |
+//! | [`Mutex`], [`FairMutex`], [`ReentrantMutex`], [`RwLock`], [`Condvar`] | parking_lot 0.12's API, metered; over any `lock_api` raw lock via [`MeteredMutex`], [`MeteredReentrantMutex`], [`MeteredRwLock`] |
 //! | [`Semaphore`] | counting semaphore built from a [`SpinLock`] and a [`WaitQueue`] |
 //! | [`WaitQueue`] | Linux-style wait queue: exclusive, keyed, FIFO/LIFO, `*_locked` operations |
 //! | [`Layer`], [`Handle`] | the `tracing` layer that records, and what reads it |
@@ -74,6 +74,24 @@
 //! fn sendable<T: Send>(_: T) {}
 //! let lock = lockmeter::RwLock::new(0u32);
 //! sendable(lock.write());
+//! ```
+//!
+//! ```compile_fail
+//! fn sendable<T: Send>(_: T) {}
+//! let lock = lockmeter::RwLock::new(0u32);
+//! sendable(lock.upgradable_read());
+//! ```
+//!
+//! ```compile_fail
+//! fn sendable<T: Send>(_: T) {}
+//! let lock = lockmeter::Mutex::new((0u32, 1u32));
+//! sendable(lockmeter::MutexGuard::map(lock.lock(), |p| &mut p.0));
+//! ```
+//!
+//! ```compile_fail
+//! fn sendable<T: Send>(_: T) {}
+//! let lock = lockmeter::ReentrantMutex::new(0u32);
+//! sendable(lock.lock());
 //! ```
 //!
 //! ```compile_fail

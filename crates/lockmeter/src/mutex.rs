@@ -20,15 +20,6 @@
 //! - `leak` and `make_guard_unchecked`/`force_unlock`: a hold nobody ends
 //!   or nobody started is not timed; a leaked guard's acquisition still
 //!   counts.
-//!
-//! # Differences from `parking_lot::Mutex`
-//! - Guards are never `Send` (parking_lot's default; its `send_guard`
-//!   feature is not offered): the hold is recorded by the acquiring thread.
-//! - `raw()` gives the raw lock of this crate's `lock_api` 0.5 (parking_lot
-//!   0.13), and anything done through it is not metered.
-//! - Spin rounds and sleeps inside a foreign raw lock are invisible, so a
-//!   `Mutex` row reports `spins` and `sleeps` as 0; wait times are exact.
-//! - No `arc_lock`, `serde` or `owning_ref` integrations.
 
 use std::cell::UnsafeCell;
 use std::fmt;
@@ -50,7 +41,7 @@ use crate::recorder;
 ///
 /// `repr(C)` keeps the lock word first, followed by the per-instance fields
 /// written on every acquisition: on one cache line with it, so a hand-off
-/// moves as few lines as it can (see [`Meta`]'s layout).
+/// moves as few lines as it can (see `Meta`'s layout).
 #[repr(C)]
 pub struct MeteredMutex<R: RawMutex, T: ?Sized> {
     raw: R,
@@ -59,6 +50,21 @@ pub struct MeteredMutex<R: RawMutex, T: ?Sized> {
 }
 
 /// The drop-in replacement for `parking_lot::Mutex`.
+///
+/// # Differences from parking_lot
+/// - Guards are never `Send` (parking_lot's default; its `send_guard`
+///   feature is not offered): a hold is recorded by the acquiring thread.
+/// - `raw()` is the raw lock of this crate's `lock_api` 0.5 (parking_lot
+///   0.13), and anything done through it is not metered.
+/// - Observed, `MutexGuard::bump` always unlocks fairly and locks again (so
+///   the hand-off is counted); parking_lot's does nothing when nobody waits.
+/// - A leaked guard's hold (`MutexGuard::leak`) is not timed;
+///   `make_guard_unchecked` and `force_unlock` need `R::Guard: Default`
+///   (true of every parking_lot raw lock).
+/// - No `arc_lock`, `serde` or `owning_ref` integrations.
+///
+/// How each path is counted: docs/format.md, "How each acquisition path
+/// counts".
 ///
 /// # Examples
 ///
@@ -79,7 +85,8 @@ pub type MutexGuard<'a, T> = MeteredMutexGuard<'a, parking_lot::RawMutex, T>;
 pub type MappedMutexGuard<'a, T> = MeteredMappedMutexGuard<'a, parking_lot::RawMutex, T>;
 
 /// The drop-in replacement for `parking_lot::FairMutex`: a mutex whose
-/// every unlock is fair (the lock is handed to the next waiter).
+/// every unlock is fair (the lock is handed to the next waiter). Its rows
+/// are of kind `mutex`; it differs from parking_lot's as [`Mutex`] does.
 ///
 /// # Examples
 ///

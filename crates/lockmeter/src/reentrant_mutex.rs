@@ -11,11 +11,6 @@
 //! guard's hold is its own (recursive holds lie inside the outer one).
 //! `unlocked(_fair)` and `bump` release this guard's level only when it is
 //! the outermost one (as lock_api), and count the reacquisition.
-//!
-//! # Differences from `parking_lot::ReentrantMutex`
-//! - Guards are not `Send`, as in parking_lot.
-//! - `raw()` is the inner raw mutex of this crate's lock_api 0.5.
-//! - No `arc_lock`, `serde` or `owning_ref` integrations.
 
 use std::cell::{Cell, UnsafeCell};
 use std::fmt;
@@ -126,6 +121,13 @@ struct Core<R: RawMutex, G> {
 }
 
 /// The drop-in replacement for `parking_lot::ReentrantMutex`.
+///
+/// # Differences from parking_lot
+/// - Guards are not `Send`, as in parking_lot.
+/// - `raw()` is the inner raw mutex of this crate's `lock_api` 0.5; it
+///   bypasses the meter.
+/// - Every level is an acquisition of its own (a recursive one NOWAIT).
+/// - No `arc_lock`, `serde` or `owning_ref` integrations.
 ///
 /// # Examples
 ///

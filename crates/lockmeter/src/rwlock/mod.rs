@@ -15,13 +15,6 @@
 //!   `downgrade`: the hold in the old mode ends and a NOWAIT acquisition in
 //!   the new mode begins at the call site (the lock is never free between).
 //! - a guard's `unlocked(_fair)`, `bump`: as for [`Mutex`](crate::Mutex).
-//!
-//! # Differences from `parking_lot::RwLock`
-//! - Guards are never `Send`, as with parking_lot's default features.
-//! - `read_recursive` is offered for raw locks implementing
-//!   [`RawRwLockRecursive`] (parking_lot's `RawRwLock` does).
-//! - Spin rounds and sleeps inside a foreign raw lock are invisible.
-//! - No `arc_lock`, `serde` or `owning_ref` integrations.
 
 mod guards;
 mod recursive;
@@ -54,6 +47,17 @@ pub struct MeteredRwLock<R: RawRwLock, T: ?Sized> {
 }
 
 /// The drop-in replacement for `parking_lot::RwLock`.
+///
+/// # Differences from parking_lot
+/// - Guards are never `Send`, as with parking_lot's default features.
+/// - `read_recursive` and its `try_` forms exist for raw locks that
+///   implement [`RawRwLockRecursive`] (parking_lot's `RawRwLock` does);
+///   lock_api 0.5 has no such trait.
+/// - `raw()` is this crate's `lock_api` 0.5 lock and bypasses the meter.
+/// - Observed, a guard's `bump` always unlocks fairly and locks again.
+/// - `MappedRwLockReadGuard::try_map_or_else` (lock_api 0.4's name) is
+///   offered beside `try_map_or_err`.
+/// - No `arc_lock`, `serde` or `owning_ref` integrations.
 ///
 /// # Examples
 ///
