@@ -18,6 +18,7 @@
 mod bare;
 mod breakdown;
 mod contended;
+mod dropin;
 mod measure;
 mod memory;
 mod prometheus;
@@ -72,7 +73,9 @@ fn main() {
 
     // No Layer exists yet: the instrumented locks run their plain path.
     step("unobserved", &mut || {
-        uncontended::rows(&cfg, Phase::Unobserved)
+        let mut rows = uncontended::rows(&cfg, Phase::Unobserved);
+        rows.extend(dropin::rows(&cfg, Phase::Unobserved));
+        rows
     });
 
     let layer = if args.prometheus {
@@ -103,7 +106,11 @@ fn main() {
         step("scrape", &mut || vec![scraper.cost_row()]);
     } else {
         step("components", &mut || breakdown::components(&cfg));
-        step("observed", &mut || uncontended::rows(&cfg, Phase::Observed));
+        step("observed", &mut || {
+            let mut rows = uncontended::rows(&cfg, Phase::Observed);
+            rows.extend(dropin::rows(&cfg, Phase::Observed));
+            rows
+        });
         step("modes", &mut || uncontended::mode_rows(&cfg));
         step("contended", &mut || contended::rows(&cfg, &handle));
         step("memory", &mut memory::rows);
