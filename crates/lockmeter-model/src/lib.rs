@@ -15,6 +15,7 @@
 //! - [`advice`]: advisories computed from the stats.
 //! - [`stacks`]: sampled stacks of both sides of a wait (v1 extension).
 //! - [`profile`]: pprof, folded stacks and flame graphs, from stacks or sites.
+//! - [`series`]: bounded, monotonic per-site series for metric exporters.
 //! - [`now`]: what is held and waited on now, deadlocks, lock order.
 //!
 //! Moving snapshots between processes and onto disk (the endpoint's
@@ -32,6 +33,7 @@ pub mod now;
 pub mod profile;
 pub mod read;
 pub mod render;
+pub mod series;
 mod snapshot;
 pub mod stacks;
 

@@ -132,7 +132,7 @@ impl Hold {
     /// observed hold of `meta` (in `mode`) that others wait for has its
     /// stack blamed for their wait (see `stacks::blame`).
     #[inline(always)]
-    pub(crate) fn release(&self, meta: &Meta, mode: Mode, unlock: impl FnOnce()) {
+    pub(crate) fn release_blaming(&self, meta: &Meta, mode: Mode, unlock: impl FnOnce()) {
         now::hold_ends(self.held);
         match self.timing {
             Timing::Untimed => unlock(),
@@ -149,15 +149,40 @@ impl Hold {
         }
     }
 
+    /// Like [`Hold::release_blaming`], for the paths that end a hold
+    /// other than a guard's drop (mapped and downgraded guards, unlocks
+    /// inside a condvar wait): they time and count, but blame no holder.
+    #[inline(always)]
+    pub(crate) fn release(&self, unlock: impl FnOnce()) {
+        now::hold_ends(self.held);
+        match self.timing {
+            Timing::Untimed | Timing::Observed => unlock(),
+            _ => self.release_timed_as(None, unlock),
+        }
+    }
+
     /// The hold ends with a clock read just after `unlock`, outside the
     /// critical section.
     #[inline]
     fn release_timed(&self, meta: &Meta, mode: Mode, unlock: impl FnOnce()) {
+        let blame = meta
+            .blame
+            .anyone_waiting()
+            .then(|| (meta, meta.holder.load(Relaxed), mode));
+        self.release_timed_as(blame, unlock);
+    }
+
+    /// [`Hold::release_timed`], blaming the holder afterwards when `blame`
+    /// says whom (the lock, the holder's site, the mode).
+    #[inline]
+    fn release_timed_as(
+        &self,
+        blame: Option<(&Meta, *mut Location<'static>, Mode)>,
+        unlock: impl FnOnce(),
+    ) {
         let Some((e, start)) = self.timed() else {
             return unlock();
         };
-        let blamed = meta.blame.anyone_waiting();
-        let site = meta.holder.load(Relaxed);
         unlock();
         let hold_ns = e.clock().delta_as_nanos(start, e.clock().raw());
         let wait_ns = match self.timing {
@@ -178,7 +203,7 @@ impl Hold {
                 0
             }
         };
-        if blamed {
+        if let Some((meta, site, mode)) = blame {
             blame_holder(meta, site, mode);
         }
         if e.is_slow(wait_ns, hold_ns) {
