@@ -11,6 +11,7 @@
 //! |---|---|
 //! | [`SpinLock`] | test-and-test-and-set spinlock with bounded backoff |
 //! | [`Mutex`], [`RwLock`] | drop-ins for `parking_lot`'s, over any `lock_api` raw lock via [`MeteredMutex`], [`MeteredRwLock`] |
+//! | [`sync`] | drop-ins for `std::sync`'s `Mutex`, `RwLock` (poisoning and all) |
 //! | [`Semaphore`] | counting semaphore built from a [`SpinLock`] and a [`WaitQueue`] |
 //! | [`WaitQueue`] | Linux-style wait queue: exclusive, keyed, FIFO/LIFO, `*_locked` operations |
 //! | [`Layer`], [`Handle`] | the `tracing` layer that records, and what reads it |
@@ -45,12 +46,13 @@ pub mod export;
 mod layer;
 mod meter;
 mod mutex;
+mod primitive;
 mod recorder;
 mod rwlock;
 mod semaphore;
 mod slow;
 mod spinlock;
-mod primitive;
+pub mod sync;
 mod waitqueue;
 
 pub use layer::{Handle, Layer, LayerBuilder, DEFAULT_HOLD_SAMPLING, DEFAULT_SLOW_THRESHOLD};

@@ -243,3 +243,16 @@ impl<R: RawMutex, T: ?Sized + fmt::Debug> fmt::Debug for MeteredMutexGuard<'_, R
         fmt::Debug::fmt(&**self, f)
     }
 }
+
+impl<R: RawMutex, T: ?Sized> MeteredMutex<R, T> {
+    /// Runs `f` on the data if the lock is free, without counting: for
+    /// `Debug` impls of wrappers, which look rather than acquire.
+    pub(crate) fn try_lock_unmetered<U>(&self, f: impl FnOnce(&T) -> U) -> Option<U> {
+        let g = self.raw.try_lock()?;
+        // SAFETY: we hold the lock until `unlock` below.
+        let out = f(unsafe { &*self.data.get() });
+        // SAFETY: `g` is the state of the acquisition just made.
+        unsafe { self.raw.unlock(g) };
+        Some(out)
+    }
+}

@@ -22,8 +22,8 @@ use lockmeter_model::LockKind;
 
 use crate::class::{Class, Mode, Role};
 use crate::meter::{Hold, Meta, Probe};
-use crate::spinlock::SpinLockGuard;
 use crate::primitive::loom_const_fn;
+use crate::spinlock::SpinLockGuard;
 use crate::waitqueue::{Inner, Wait, WaitQueue, WaitQueueGuard, WakeOrder};
 
 /// A counting semaphore: `down` takes a permit, sleeping until one is free;

@@ -31,9 +31,9 @@ pub use self::list::WakeOrder;
 use self::list::{PendingWakes, WaitList, Waiter};
 use crate::class::{Class, Mode, Role};
 use crate::meter::{Meta, Probe};
+use crate::primitive::loom_const_fn;
 use crate::recorder::entry::Entry;
 use crate::spinlock::{SpinLock, SpinLockGuard};
-use crate::primitive::loom_const_fn;
 
 /// Every key bit: what unkeyed waits and wakes use.
 pub const ALL_KEYS: u64 = u64::MAX;

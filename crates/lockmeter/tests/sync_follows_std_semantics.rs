@@ -1,0 +1,225 @@
+//! `lockmeter::sync` behaves as `std::sync` documents, with real threads:
+//! a panicking holder poisons, `clear_poison` clears, `try_lock` tells
+//! `WouldBlock` from `Poisoned`, `into_inner`/`get_mut` report poison, and
+//! every acquisition, poisoned or not, is counted. Where std's behaviour
+//! can be observed side by side (Debug output, error messages), the test
+//! runs both and compares.
+
+mod common;
+
+use std::sync::{Arc, Barrier};
+use std::thread;
+
+use common::{lock, observe, spawn_observed};
+use lockmeter::sync::{Mutex, RwLock, TryLockError};
+
+/// Panics in a thread while holding `m`'s guard; the join reports it.
+fn poison_mutex<T: Send + 'static>(m: &Arc<Mutex<T>>) {
+    let m = Arc::clone(m);
+    let r = thread::spawn(move || {
+        let _g = m.lock().unwrap();
+        panic!("holder panics");
+    })
+    .join();
+    assert!(r.is_err());
+}
+
+#[test]
+fn a_panicking_holder_poisons_and_later_locks_still_get_the_data() {
+    let m = Arc::new(Mutex::new(1));
+    assert!(!m.is_poisoned());
+    poison_mutex(&m);
+    assert!(m.is_poisoned());
+    let err = m.lock().unwrap_err();
+    // The error carries the guard: the data stays reachable.
+    let mut g = err.into_inner();
+    *g += 1;
+    drop(g);
+    assert_eq!(*m.lock().unwrap_or_else(|e| e.into_inner()), 2);
+    // A lock taken after the poison and released normally does not clear it.
+    assert!(m.is_poisoned());
+}
+
+#[test]
+fn clear_poison_makes_lock_succeed_again() {
+    let m = Arc::new(Mutex::new(0));
+    poison_mutex(&m);
+    m.clear_poison();
+    assert!(!m.is_poisoned());
+    assert_eq!(*m.lock().unwrap(), 0);
+}
+
+#[test]
+fn a_guard_taken_while_already_panicking_does_not_poison() {
+    // std: only a guard acquired *before* the panic began poisons.
+    struct LockOnDrop(Arc<Mutex<u8>>);
+    impl Drop for LockOnDrop {
+        fn drop(&mut self) {
+            let _g = self.0.lock().unwrap();
+        }
+    }
+    let m = Arc::new(Mutex::new(0));
+    let m2 = Arc::clone(&m);
+    let r = thread::spawn(move || {
+        let _d = LockOnDrop(m2);
+        panic!("unwinds through a Drop that locks");
+    })
+    .join();
+    assert!(r.is_err());
+    assert!(!m.is_poisoned());
+}
+
+#[test]
+fn try_lock_tells_would_block_from_poisoned() {
+    let m = Arc::new(Mutex::new(()));
+    let held = Arc::new(Barrier::new(2));
+    let done = Arc::new(Barrier::new(2));
+    let t = {
+        let (m, held, done) = (m.clone(), held.clone(), done.clone());
+        thread::spawn(move || {
+            let _g = m.lock().unwrap();
+            held.wait();
+            done.wait();
+        })
+    };
+    held.wait();
+    assert!(matches!(m.try_lock(), Err(TryLockError::WouldBlock)));
+    done.wait();
+    t.join().unwrap();
+    assert!(m.try_lock().is_ok());
+
+    poison_mutex(&m);
+    match m.try_lock() {
+        Err(TryLockError::Poisoned(e)) => drop(e.into_inner()),
+        other => panic!("expected Poisoned, got {:?}", other.map(|_| ())),
+    };
+}
+
+#[test]
+fn into_inner_and_get_mut_of_a_poisoned_mutex_return_the_data_as_err() {
+    let m = Arc::new(Mutex::new(vec![1, 2]));
+    poison_mutex(&m);
+    let mut m = Arc::try_unwrap(m).unwrap_or_else(|_| unreachable!("one owner"));
+    m.get_mut().unwrap_err().into_inner().push(3);
+    let data = m.into_inner().unwrap_err().into_inner();
+    assert_eq!(data, vec![1, 2, 3]);
+
+    let fine = Mutex::new(5);
+    assert_eq!(fine.into_inner().unwrap(), 5);
+}
+
+#[test]
+fn a_panicking_writer_poisons_a_rwlock_and_a_panicking_reader_does_not() {
+    let l = Arc::new(RwLock::new(0));
+    let l2 = l.clone();
+    assert!(thread::spawn(move || {
+        let _r = l2.read().unwrap();
+        panic!("reader panics");
+    })
+    .join()
+    .is_err());
+    assert!(!l.is_poisoned());
+
+    let l2 = l.clone();
+    assert!(thread::spawn(move || {
+        let _w = l2.write().unwrap();
+        panic!("writer panics");
+    })
+    .join()
+    .is_err());
+    assert!(l.is_poisoned());
+    assert!(l.read().is_err());
+    assert!(l.write().is_err());
+    assert!(matches!(l.try_read(), Err(TryLockError::Poisoned(_))));
+    {
+        let _r = l.read().unwrap_or_else(|e| e.into_inner());
+        assert!(matches!(l.try_write(), Err(TryLockError::WouldBlock)));
+    }
+    l.clear_poison();
+    assert!(l.try_write().is_ok());
+    let l = Arc::try_unwrap(l).unwrap_or_else(|_| unreachable!("one owner"));
+    assert_eq!(l.into_inner().unwrap(), 0);
+}
+
+#[test]
+fn debug_output_matches_std() {
+    let ours = Mutex::new(7);
+    let std = std::sync::Mutex::new(7);
+    assert_eq!(format!("{ours:?}"), format!("{std:?}"));
+    let (g1, g2) = (ours.lock().unwrap(), std.lock().unwrap());
+    assert_eq!(format!("{ours:?}"), format!("{std:?}"));
+    assert_eq!(format!("{g1:?} {g1}"), format!("{g2:?} {g2}"));
+    drop((g1, g2));
+
+    let ours = RwLock::new("x");
+    let std = std::sync::RwLock::new("x");
+    assert_eq!(format!("{ours:?}"), format!("{std:?}"));
+    let (w1, w2) = (ours.write().unwrap(), std.write().unwrap());
+    assert_eq!(format!("{ours:?}"), format!("{std:?}"));
+    drop((w1, w2));
+
+    let ours = Arc::new(Mutex::new(0));
+    let std = Arc::new(std::sync::Mutex::new(0));
+    poison_mutex(&ours);
+    let s = std.clone();
+    let _ = thread::spawn(move || {
+        let _g = s.lock().unwrap();
+        panic!("std holder panics");
+    })
+    .join();
+    assert_eq!(format!("{ours:?}"), format!("{std:?}"));
+    let (e1, e2) = (ours.lock().unwrap_err(), std.lock().unwrap_err());
+    assert_eq!(e1.to_string(), e2.to_string());
+}
+
+#[test]
+fn std_constructors_and_traits_compile_and_work() {
+    static GLOBAL: Mutex<Vec<u8>> = Mutex::new(Vec::new());
+    GLOBAL.lock().unwrap().push(1);
+    let d: Mutex<u8> = Mutex::default();
+    let f: RwLock<u8> = RwLock::from(3);
+    assert_eq!((*d.lock().unwrap(), *f.read().unwrap()), (0, 3));
+    // RefUnwindSafe, as std's: a `&Mutex` can cross `catch_unwind`.
+    let m = Mutex::new(0);
+    let r = std::panic::catch_unwind(|| {
+        let _g = m.lock().unwrap();
+        panic!("inside catch_unwind");
+    });
+    assert!(r.is_err() && m.is_poisoned());
+    fn is_send_sync<T: Send + Sync>() {}
+    is_send_sync::<Mutex<u8>>();
+    is_send_sync::<RwLock<u8>>();
+}
+
+#[test]
+fn poisoned_acquisitions_are_counted() {
+    const THREADS: u64 = 4;
+    const ITERS: u64 = 1_000;
+    let (handle, ()) = observe(|| {
+        let m = Arc::new(Mutex::named("sync.poisoned", 0u64));
+        let m2 = m.clone();
+        let _ = spawn_observed(move || {
+            let _g = m2.lock().unwrap();
+            panic!("poisons");
+        })
+        .join();
+        let ts: Vec<_> = (0..THREADS)
+            .map(|_| {
+                let m = m.clone();
+                spawn_observed(move || {
+                    for _ in 0..ITERS {
+                        *m.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+                    }
+                })
+            })
+            .collect();
+        ts.into_iter().for_each(|t| t.join().unwrap());
+        assert!(m.is_poisoned());
+        assert!(matches!(m.try_lock(), Err(TryLockError::Poisoned(_))));
+    });
+    let snap = handle.snapshot();
+    let s = &lock(&snap, "sync.poisoned").total;
+    // The poisoning lock, every loop iteration, and the final try_lock.
+    assert_eq!(s.acquisitions, 1 + THREADS * ITERS + 1);
+    assert_eq!(s.nowait + s.contended, s.acquisitions);
+}
