@@ -95,6 +95,8 @@ pub(crate) enum Mode {
     Exclusive,
     Read,
     Write,
+    /// An rwlock's upgradable read.
+    Upgradable,
 }
 
 impl Mode {
@@ -103,6 +105,7 @@ impl Mode {
             Mode::Exclusive => None,
             Mode::Read => Some("read"),
             Mode::Write => Some("write"),
+            Mode::Upgradable => Some("upgradable"),
         }
     }
 }

@@ -48,6 +48,7 @@ mod meter;
 mod mutex;
 mod primitive;
 mod recorder;
+mod reentrant_mutex;
 mod rwlock;
 mod semaphore;
 mod slow;
@@ -57,9 +58,19 @@ mod waitqueue;
 
 pub use layer::{Handle, Layer, LayerBuilder, DEFAULT_HOLD_SAMPLING, DEFAULT_SLOW_THRESHOLD};
 pub use lockmeter_model as model;
-pub use mutex::{MeteredMutex, MeteredMutexGuard, Mutex, MutexGuard};
+pub use mutex::{
+    const_fair_mutex, const_mutex, FairMutex, FairMutexGuard, MappedFairMutexGuard,
+    MappedMutexGuard, MeteredMappedMutexGuard, MeteredMutex, MeteredMutexGuard, Mutex, MutexGuard,
+};
+pub use reentrant_mutex::{
+    const_reentrant_mutex, MappedReentrantMutexGuard, MeteredMappedReentrantMutexGuard,
+    MeteredReentrantMutex, MeteredReentrantMutexGuard, ReentrantMutex, ReentrantMutexGuard,
+};
 pub use rwlock::{
-    MeteredReadGuard, MeteredRwLock, MeteredWriteGuard, RwLock, RwLockReadGuard, RwLockWriteGuard,
+    const_rwlock, MappedRwLockReadGuard, MappedRwLockWriteGuard, MeteredMappedReadGuard,
+    MeteredMappedWriteGuard, MeteredReadGuard, MeteredRwLock, MeteredUpgradableReadGuard,
+    MeteredWriteGuard, RawRwLockRecursive, RawRwLockRecursiveTimed, RwLock, RwLockReadGuard,
+    RwLockUpgradableReadGuard, RwLockWriteGuard,
 };
 pub use semaphore::{Semaphore, SemaphorePermit};
 pub use spinlock::{SpinLock, SpinLockGuard};
