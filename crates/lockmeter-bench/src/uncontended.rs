@@ -45,6 +45,9 @@ pub fn rows(cfg: &Config, phase: Phase) -> Vec<Row> {
         row("mutex", "Mutex", goal(Goal::RatioAtMost(2.5)))
             .with_pair(mutex(cfg))
             .note("bare: parking_lot::Mutex"),
+        row("sync_mutex", "sync::Mutex (std API)", goal(Goal::Info))
+            .with_pair(sync_mutex(cfg))
+            .note("bare: std::sync::Mutex"),
         row("rwlock_read", "RwLock read", goal(Goal::Info))
             .with_pair(rwlock_read(cfg))
             .note("bare: parking_lot::RwLock"),
@@ -138,6 +141,27 @@ fn mutex(cfg: &Config) -> crate::measure::Pair {
         |n| {
             for _ in 0..n {
                 *inst.lock() += 1;
+            }
+        },
+    )
+}
+
+/// `lockmeter::sync::Mutex` against std's, `.lock().unwrap()` both: the
+/// poison check is in both, so the difference is the metering.
+fn sync_mutex(cfg: &Config) -> crate::measure::Pair {
+    let bare = std::sync::Mutex::new(0u64);
+    let inst = lockmeter::sync::Mutex::named("bench.sync_mutex", 0u64);
+    let (bare, inst) = (black_box(&bare), black_box(&inst));
+    ns_pair(
+        cfg,
+        |n| {
+            for _ in 0..n {
+                *bare.lock().unwrap() += 1;
+            }
+        },
+        |n| {
+            for _ in 0..n {
+                *inst.lock().unwrap() += 1;
             }
         },
     )

@@ -62,7 +62,9 @@ fn parse(arg: Option<String>, default: u64, what: &str) -> u64 {
 }
 
 async fn run(clients: u64, per_client: u64) -> u64 {
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind loopback");
+    let listener = TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind loopback");
     let addr = listener.local_addr().expect("local addr");
     let (served, _rx) = watch::channel(0);
     let state = Arc::new(State {

@@ -70,13 +70,21 @@ fn tokio_internal_locks_are_in_the_table_with_exact_counts() {
     let snap = run_server();
     let tokio = tokio_classes(&snap);
     let ids: Vec<_> = snap.locks.iter().map(|l| (&l.id, l.kind)).collect();
-    assert!(!tokio.is_empty(), "no lock class in tokio's source; have {ids:?}");
+    assert!(
+        !tokio.is_empty(),
+        "no lock class in tokio's source; have {ids:?}"
+    );
 
     // Every tokio class, and every one of its call sites, is in tokio's
     // wrapper file: what the table can and cannot tell apart (see the guide).
     for l in &tokio {
         for s in &l.sites {
-            assert!(s.site.contains(TOKIO_WRAPPER), "{} locked at {}", l.id, s.site);
+            assert!(
+                s.site.contains(TOKIO_WRAPPER),
+                "{} locked at {}",
+                l.id,
+                s.site
+            );
         }
     }
 
@@ -104,7 +112,9 @@ fn tokio_internal_locks_are_in_the_table_with_exact_counts() {
     // the `const_new` line), so nothing else of the runtime's adds to it.
     let consts: Vec<_> = tokio
         .iter()
-        .filter(|l| l.kind == LockKind::Mutex && source_line(&l.created_at).contains("const_mutex("))
+        .filter(|l| {
+            l.kind == LockKind::Mutex && source_line(&l.created_at).contains("const_mutex(")
+        })
         .collect();
     assert_eq!(consts.len(), 1, "one const_mutex class; have {ids:?}");
     assert_eq!(consts[0].total.acquisitions, REQUESTS);

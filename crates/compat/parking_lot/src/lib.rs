@@ -29,8 +29,8 @@
 
 #![warn(missing_docs)]
 
-mod raw;
 pub mod lock_api;
+mod raw;
 
 pub use raw::{RawFairMutex, RawMutex, RawRwLock, RawThreadId};
 
@@ -43,6 +43,23 @@ pub use parking_lot013::deadlock;
 pub type Mutex<T> = lock_api::Mutex<RawMutex, T>;
 /// An RAII guard of [`Mutex`]; unlocks (and records the hold) on drop.
 pub type MutexGuard<'a, T> = lock_api::MutexGuard<'a, RawMutex, T>;
+/// A guard of part of a [`Mutex`]'s data (`MutexGuard::map`).
+pub type MappedMutexGuard<'a, T> = lock_api::MappedMutexGuard<'a, RawMutex, T>;
+
+/// A mutex whose every unlock is fair.
+pub type FairMutex<T> = lock_api::Mutex<RawFairMutex, T>;
+/// An RAII guard of [`FairMutex`].
+pub type FairMutexGuard<'a, T> = lock_api::MutexGuard<'a, RawFairMutex, T>;
+/// A guard of part of a [`FairMutex`]'s data.
+pub type MappedFairMutexGuard<'a, T> = lock_api::MappedMutexGuard<'a, RawFairMutex, T>;
+
+/// A mutex that its holder can lock again.
+pub type ReentrantMutex<T> = lock_api::ReentrantMutex<RawMutex, RawThreadId, T>;
+/// An RAII guard of [`ReentrantMutex`].
+pub type ReentrantMutexGuard<'a, T> = lock_api::ReentrantMutexGuard<'a, RawMutex, RawThreadId, T>;
+/// A guard of part of a [`ReentrantMutex`]'s data.
+pub type MappedReentrantMutexGuard<'a, T> =
+    lock_api::MappedReentrantMutexGuard<'a, RawMutex, RawThreadId, T>;
 
 /// A reader-writer lock.
 pub type RwLock<T> = lock_api::RwLock<RawRwLock, T>;
@@ -50,11 +67,29 @@ pub type RwLock<T> = lock_api::RwLock<RawRwLock, T>;
 pub type RwLockReadGuard<'a, T> = lock_api::RwLockReadGuard<'a, RawRwLock, T>;
 /// Exclusive access to a [`RwLock`].
 pub type RwLockWriteGuard<'a, T> = lock_api::RwLockWriteGuard<'a, RawRwLock, T>;
+/// Shared access to a [`RwLock`] that can be upgraded to exclusive.
+pub type RwLockUpgradableReadGuard<'a, T> = lock_api::RwLockUpgradableReadGuard<'a, RawRwLock, T>;
+/// Shared access to part of a [`RwLock`]'s data.
+pub type MappedRwLockReadGuard<'a, T> = lock_api::MappedRwLockReadGuard<'a, RawRwLock, T>;
+/// Exclusive access to part of a [`RwLock`]'s data.
+pub type MappedRwLockWriteGuard<'a, T> = lock_api::MappedRwLockWriteGuard<'a, RawRwLock, T>;
 
 /// A new mutex, usable in `const` and `static` items.
 #[track_caller]
 pub const fn const_mutex<T>(val: T) -> Mutex<T> {
     Mutex::new(val)
+}
+
+/// A new fair mutex, usable in `const` and `static` items.
+#[track_caller]
+pub const fn const_fair_mutex<T>(val: T) -> FairMutex<T> {
+    FairMutex::new(val)
+}
+
+/// A new reentrant mutex, usable in `const` and `static` items.
+#[track_caller]
+pub const fn const_reentrant_mutex<T>(val: T) -> ReentrantMutex<T> {
+    ReentrantMutex::new(val)
 }
 
 /// A new reader-writer lock, usable in `const` and `static` items.

@@ -12,12 +12,16 @@
 
 pub use lock_api04::{
     GetThreadId, GuardNoSend, GuardSend, RawMutex, RawMutexFair, RawMutexTimed, RawRwLock,
-    RawRwLockDowngrade, RawRwLockFair, RawRwLockRecursive, RawRwLockRecursiveTimed,
-    RawRwLockTimed, RawRwLockUpgrade, RawRwLockUpgradeDowngrade, RawRwLockUpgradeFair,
-    RawRwLockUpgradeTimed,
+    RawRwLockDowngrade, RawRwLockFair, RawRwLockRecursive, RawRwLockRecursiveTimed, RawRwLockTimed,
+    RawRwLockUpgrade, RawRwLockUpgradeDowngrade, RawRwLockUpgradeFair, RawRwLockUpgradeTimed,
 };
 
 pub use lockmeter::{
-    MeteredMutex as Mutex, MeteredMutexGuard as MutexGuard, MeteredReadGuard as RwLockReadGuard,
-    MeteredRwLock as RwLock, MeteredWriteGuard as RwLockWriteGuard,
+    MeteredMappedMutexGuard as MappedMutexGuard, MeteredMappedReadGuard as MappedRwLockReadGuard,
+    MeteredMappedReentrantMutexGuard as MappedReentrantMutexGuard,
+    MeteredMappedWriteGuard as MappedRwLockWriteGuard, MeteredMutex as Mutex,
+    MeteredMutexGuard as MutexGuard, MeteredReadGuard as RwLockReadGuard,
+    MeteredReentrantMutex as ReentrantMutex, MeteredReentrantMutexGuard as ReentrantMutexGuard,
+    MeteredRwLock as RwLock, MeteredUpgradableReadGuard as RwLockUpgradableReadGuard,
+    MeteredWriteGuard as RwLockWriteGuard,
 };

@@ -16,12 +16,13 @@ use std::time::{Duration, Instant};
 
 use lock_api04 as v4;
 use lock_api05 as v5;
+use lockmeter::{RawRwLockRecursive as _, RawRwLockRecursiveTimed as _};
 use parking_lot013 as pl;
 // 0.5's methods on the 0.13 locks inside.
 use v5::{
     RawMutex as _, RawMutexFair as _, RawMutexTimed as _, RawRwLock as _, RawRwLockDowngrade as _,
-    RawRwLockFair as _, RawRwLockTimed as _, RawRwLockUpgrade as _,
-    RawRwLockUpgradeDowngrade as _, RawRwLockUpgradeFair as _, RawRwLockUpgradeTimed as _,
+    RawRwLockFair as _, RawRwLockTimed as _, RawRwLockUpgrade as _, RawRwLockUpgradeDowngrade as _,
+    RawRwLockUpgradeFair as _, RawRwLockUpgradeTimed as _,
 };
 
 /// The 0.13 lock's (zero-sized) guard state, made up for a 0.4-style
@@ -41,31 +42,6 @@ pub struct RawRwLock(pl::RawRwLock);
 
 /// Implementation of the `GetThreadId` trait for `lock_api::ReentrantMutex`.
 pub struct RawThreadId;
-
-// `RawRwLock::recursive` views a `RawRwLock<false>` as `RawRwLock<true>`:
-// one generic struct whose only field is the same `AtomicUsize` state word.
-const _: () = {
-    use std::mem::{align_of, size_of};
-    assert!(size_of::<pl::RawRwLock>() == size_of::<pl::RawRwLockRecursive>());
-    assert!(align_of::<pl::RawRwLock>() == align_of::<pl::RawRwLockRecursive>());
-    assert!(size_of::<pl::RawRwLock>() == size_of::<usize>());
-};
-
-impl RawRwLock {
-    /// The same lock in parking_lot 0.13's recursive mode, for
-    /// `read_recursive`. parking_lot 0.12 had one type doing both; 0.13
-    /// runs one algorithm over one state word whichever the mode, and the
-    /// modes differ only in whether a new reader waits behind a writer.
-    /// A recursive reader parks only while a writer holds and no reader
-    /// does, so it never waits for a wake-up only the other mode's
-    /// unlock path would give.
-    #[inline]
-    fn recursive(&self) -> &pl::RawRwLockRecursive {
-        // SAFETY: same struct, same single field (asserted above); the
-        // reference keeps `self`'s lifetime.
-        unsafe { &*(&self.0 as *const pl::RawRwLock).cast::<pl::RawRwLockRecursive>() }
-    }
-}
 
 macro_rules! raw_mutex {
     ($ty:ident) => {
@@ -502,17 +478,40 @@ unsafe impl v4::RawRwLockTimed for RawRwLock {
     }
 }
 
-// SAFETY: parking_lot's RawRwLock never blocks a reader behind a waiting
-// writer when another reader holds the lock, which is what recursive read
-// locking needs (as in parking_lot 0.12).
+// SAFETY: forwards to lockmeter's recursive admission on the 0.13 lock
+// (lockmeter's `RawRwLockRecursive` says why that is 0.12's behaviour).
+unsafe impl lockmeter::RawRwLockRecursive for RawRwLock {
+    #[inline]
+    fn lock_shared_recursive(&self) -> Shared {
+        self.0.lock_shared_recursive()
+    }
+    #[inline]
+    fn try_lock_shared_recursive(&self) -> Option<Shared> {
+        self.0.try_lock_shared_recursive()
+    }
+}
+
+// SAFETY: as above.
+unsafe impl lockmeter::RawRwLockRecursiveTimed for RawRwLock {
+    #[inline]
+    fn try_lock_shared_recursive_for(&self, timeout: Duration) -> Option<Shared> {
+        self.0.try_lock_shared_recursive_for(timeout)
+    }
+    #[inline]
+    fn try_lock_shared_recursive_until(&self, deadline: Instant) -> Option<Shared> {
+        self.0.try_lock_shared_recursive_until(deadline)
+    }
+}
+
+// SAFETY: as above, under 0.4's stateless signatures.
 unsafe impl v4::RawRwLockRecursive for RawRwLock {
     #[inline]
     fn lock_shared_recursive(&self) {
-        keep(v5::RawRwLock::lock_shared(self.recursive()));
+        keep(self.0.lock_shared_recursive());
     }
     #[inline]
     fn try_lock_shared_recursive(&self) -> bool {
-        kept(v5::RawRwLock::try_lock_shared(self.recursive()))
+        kept(self.0.try_lock_shared_recursive())
     }
 }
 
@@ -520,17 +519,11 @@ unsafe impl v4::RawRwLockRecursive for RawRwLock {
 unsafe impl v4::RawRwLockRecursiveTimed for RawRwLock {
     #[inline]
     fn try_lock_shared_recursive_for(&self, timeout: Duration) -> bool {
-        kept(v5::RawRwLockTimed::try_lock_shared_for(
-            self.recursive(),
-            timeout,
-        ))
+        kept(self.0.try_lock_shared_recursive_for(timeout))
     }
     #[inline]
     fn try_lock_shared_recursive_until(&self, deadline: Instant) -> bool {
-        kept(v5::RawRwLockTimed::try_lock_shared_until(
-            self.recursive(),
-            deadline,
-        ))
+        kept(self.0.try_lock_shared_recursive_until(deadline))
     }
 }
 
