@@ -71,6 +71,9 @@ pub enum LockKind {
     Rwlock,
     Semaphore,
     Waitqueue,
+    /// A condition variable: a wait queue whose waiters sleep with a mutex
+    /// released (`lockmeter::Condvar`).
+    Condvar,
 }
 
 impl LockKind {
@@ -82,7 +85,14 @@ impl LockKind {
             LockKind::Rwlock => "rwlock",
             LockKind::Semaphore => "semaphore",
             LockKind::Waitqueue => "waitqueue",
+            LockKind::Condvar => "condvar",
         }
+    }
+
+    /// Whether rows of this kind count waits and wake-ups rather than
+    /// acquisitions of a lock (wait queues and condition variables).
+    pub fn waits_and_wakes(self) -> bool {
+        matches!(self, LockKind::Waitqueue | LockKind::Condvar)
     }
 
     /// Whether a waiter of this kind sleeps in the OS rather than spins.
@@ -178,6 +188,11 @@ pub struct Stats {
     pub wake_calls: u64,
     /// Wait queues: waiters woken.
     pub wakeups: u64,
+    /// Wait queues: wake calls that found no waiter to wake (a condvar's
+    /// `notify_*` with nobody waiting). Absent (0) in older dumps and
+    /// left out when 0.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub empty_wake_calls: u64,
     /// Wait queues: woken waiters whose condition was still false.
     pub spurious_wakeups: u64,
     /// Wait queues: wakeups of exclusive waiters.
@@ -205,6 +220,7 @@ impl Stats {
         self.waits = self.waits.saturating_add(other.waits);
         self.wake_calls = self.wake_calls.saturating_add(other.wake_calls);
         self.wakeups = self.wakeups.saturating_add(other.wakeups);
+        self.empty_wake_calls = self.empty_wake_calls.saturating_add(other.empty_wake_calls);
         self.spurious_wakeups = self.spurious_wakeups.saturating_add(other.spurious_wakeups);
         self.exclusive_wakeups = self
             .exclusive_wakeups
@@ -218,6 +234,10 @@ impl Stats {
         self.con_pct = percent(self.contended, self.acquisitions);
         self.util_pct = percent(self.hold_ns.total, elapsed_ns);
     }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// `100 * part / whole`, or 0 for an empty whole.
@@ -356,6 +376,9 @@ impl Stats {
         self.waits = self.waits.saturating_sub(earlier.waits);
         self.wake_calls = self.wake_calls.saturating_sub(earlier.wake_calls);
         self.wakeups = self.wakeups.saturating_sub(earlier.wakeups);
+        self.empty_wake_calls = self
+            .empty_wake_calls
+            .saturating_sub(earlier.empty_wake_calls);
         self.spurious_wakeups = self
             .spurious_wakeups
             .saturating_sub(earlier.spurious_wakeups);

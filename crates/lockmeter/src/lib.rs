@@ -41,11 +41,13 @@
 mod backoff;
 mod class;
 mod clock;
+mod condvar;
 #[cfg(unix)]
 pub mod export;
 mod layer;
 mod meter;
 mod mutex;
+mod on_drop;
 mod primitive;
 mod recorder;
 mod reentrant_mutex;
@@ -56,6 +58,7 @@ mod spinlock;
 pub mod sync;
 mod waitqueue;
 
+pub use condvar::{Condvar, WaitTimeoutResult};
 pub use layer::{Handle, Layer, LayerBuilder, DEFAULT_HOLD_SAMPLING, DEFAULT_SLOW_THRESHOLD};
 pub use lockmeter_model as model;
 pub use mutex::{

@@ -43,6 +43,7 @@ use lockmeter_model::LockKind;
 
 use crate::class::{Class, Mode};
 use crate::meter::{self, Hold, Meta};
+use crate::on_drop::OnDrop;
 use crate::recorder;
 
 /// A mutex over the raw lock `R` that records contention per call site.
@@ -421,9 +422,8 @@ impl<'a, R: RawMutex, T: ?Sized> MeteredMutexGuard<'a, R, T> {
             // SAFETY: `raw` is the state of this guard's acquisition.
             unsafe { s.lock.raw.unlock(raw) }
         });
-        let out = f();
-        s.relock(site);
-        out
+        let _relock = OnDrop(|| s.relock(site));
+        f()
     }
 
     /// Ends the hold with `unlock`, leaving the guard with no lock held
@@ -443,8 +443,15 @@ impl<'a, R: RawMutex, T: ?Sized> MeteredMutexGuard<'a, R, T> {
         self.hold = hold;
     }
 
+    /// Ends the hold and unlocks, for a `Condvar` wait; [`relock`](Self::relock)
+    /// must follow before the guard is used or dropped.
+    pub(crate) fn end_hold_unlock(&mut self) {
+        let lock = self.lock;
+        // SAFETY: `raw` is the state of this guard's acquisition.
+        self.end_hold(|raw| unsafe { lock.raw.unlock(raw) });
+    }
+
     /// The raw lock's address: what a `Condvar` checks it is used with.
-    #[allow(dead_code)] // used by the Condvar, which lands next
     pub(crate) fn lock_addr(&self) -> usize {
         &self.lock.raw as *const R as usize
     }
@@ -479,9 +486,8 @@ impl<'a, R: RawMutexFair, T: ?Sized> MeteredMutexGuard<'a, R, T> {
             // SAFETY: `raw` is the state of this guard's acquisition.
             unsafe { s.lock.raw.unlock_fair(raw) }
         });
-        let out = f();
-        s.relock(site);
-        out
+        let _relock = OnDrop(|| s.relock(site));
+        f()
     }
 
     /// Lets a waiting thread have the lock, then takes it back. Observed,

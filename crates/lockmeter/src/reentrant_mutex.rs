@@ -34,6 +34,7 @@ use lockmeter_model::LockKind;
 
 use crate::class::{Class, Mode};
 use crate::meter::{self, Hold, Meta};
+use crate::on_drop::OnDrop;
 
 impl<R: RawMutex, G: GetThreadId> Core<R, G> {
     fn owned_by_me(&self) -> bool {
@@ -504,9 +505,8 @@ impl<'a, R: RawMutex, G: GetThreadId, T: ?Sized> MeteredReentrantMutexGuard<'a, 
         // SAFETY: this guard holds a level on this thread; `g` is the raw
         // lock's guard if it was the last.
         unsafe { s.lock.core.release(&hold, |raw, g| raw.unlock(g)) };
-        let out = f();
-        s.hold = s.lock.core.lock_at(site);
-        out
+        let _relock = OnDrop(|| s.hold = s.lock.core.lock_at(site));
+        f()
     }
 }
 
@@ -528,9 +528,8 @@ impl<R: RawMutexFair, G: GetThreadId, T: ?Sized> MeteredReentrantMutexGuard<'_, 
         let hold = std::mem::replace(&mut s.hold, Hold::NONE);
         // SAFETY: this guard holds a level on this thread.
         unsafe { s.lock.core.release(&hold, |raw, g| raw.unlock_fair(g)) };
-        let out = f();
-        s.hold = s.lock.core.lock_at(site);
-        out
+        let _relock = OnDrop(|| s.hold = s.lock.core.lock_at(site));
+        f()
     }
 
     /// Lets a waiting thread have the lock if this is the only level, then

@@ -107,7 +107,7 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &mut App) {
         frame.render_widget(waiting(app), area);
         return;
     };
-    let waitqueues = snap.locks.iter().any(|l| l.kind == LockKind::Waitqueue);
+    let waitqueues = snap.locks.iter().any(|l| l.kind.waits_and_wakes());
     let marker = MARKER.chars().count() as u16;
     let (kind, cols) = columns(area.width.saturating_sub(marker), waitqueues);
 
@@ -270,6 +270,7 @@ fn kind_label(kind: LockKind) -> &'static str {
         LockKind::Rwlock => "rw",
         LockKind::Semaphore => "sem",
         LockKind::Waitqueue => "wq",
+        LockKind::Condvar => "cv",
     }
 }
 
@@ -446,7 +447,7 @@ impl RowLayout<'_> {
 /// The text of column `key` for `stats` of a lock of `kind`; blank where the
 /// column does not apply (wait queues are never held).
 fn value(key: SortKey, s: &Stats, kind: LockKind) -> String {
-    let wq = kind == LockKind::Waitqueue;
+    let wq = kind.waits_and_wakes();
     match key {
         SortKey::Con => format_pct(s.con_pct),
         SortKey::Util if !wq => format_pct(s.util_pct),

@@ -19,6 +19,7 @@ use lock_api::{
 use super::MeteredRwLock;
 use crate::class::Mode;
 use crate::meter::Hold;
+use crate::on_drop::OnDrop;
 use crate::recorder;
 
 /// Shared access to a [`MeteredRwLock`]'s data.
@@ -157,9 +158,8 @@ impl<'a, R: RawRwLock, T: ?Sized> MeteredReadGuard<'a, R, T> {
         let lock = s.lock;
         // SAFETY: `raw` is this guard's shared lock.
         s.end_hold(|raw| unsafe { lock.raw.unlock_shared(raw) });
-        let out = f();
-        s.relock(site);
-        out
+        let _relock = OnDrop(|| s.relock(site));
+        f()
     }
 
     fn end_hold(&mut self, unlock: impl FnOnce(R::SharedGuard)) {
@@ -193,9 +193,8 @@ impl<R: RawRwLockFair, T: ?Sized> MeteredReadGuard<'_, R, T> {
         let lock = s.lock;
         // SAFETY: `raw` is this guard's shared lock.
         s.end_hold(|raw| unsafe { lock.raw.unlock_shared_fair(raw) });
-        let out = f();
-        s.relock(site);
-        out
+        let _relock = OnDrop(|| s.relock(site));
+        f()
     }
 
     /// Lets waiting threads have the lock, then reads again (observed:
@@ -280,9 +279,8 @@ impl<'a, R: RawRwLock, T: ?Sized> MeteredWriteGuard<'a, R, T> {
         let lock = s.lock;
         // SAFETY: `raw` is this guard's exclusive lock.
         s.end_hold(|raw| unsafe { lock.raw.unlock_exclusive(raw) });
-        let out = f();
-        s.relock(site);
-        out
+        let _relock = OnDrop(|| s.relock(site));
+        f()
     }
 
     fn end_hold(&mut self, unlock: impl FnOnce(R::ExclusiveGuard)) {
@@ -346,9 +344,8 @@ impl<R: RawRwLockFair, T: ?Sized> MeteredWriteGuard<'_, R, T> {
         let lock = s.lock;
         // SAFETY: `raw` is this guard's exclusive lock.
         s.end_hold(|raw| unsafe { lock.raw.unlock_exclusive_fair(raw) });
-        let out = f();
-        s.relock(site);
-        out
+        let _relock = OnDrop(|| s.relock(site));
+        f()
     }
 
     /// Lets a waiting thread have the lock, then writes again (observed:
@@ -389,9 +386,8 @@ impl<'a, R: RawRwLockUpgrade, T: ?Sized> MeteredUpgradableReadGuard<'a, R, T> {
         let lock = s.lock;
         // SAFETY: `raw` is this guard's upgradable lock.
         s.end_hold(|raw| unsafe { lock.raw.unlock_upgradable(raw) });
-        let out = f();
-        s.relock(site);
-        out
+        let _relock = OnDrop(|| s.relock(site));
+        f()
     }
 
     fn end_hold(&mut self, unlock: impl FnOnce(R::UpgradableGuard)) {
@@ -450,9 +446,8 @@ impl<R: RawRwLockUpgradeFair, T: ?Sized> MeteredUpgradableReadGuard<'_, R, T> {
         let lock = s.lock;
         // SAFETY: `raw` is this guard's upgradable lock.
         s.end_hold(|raw| unsafe { lock.raw.unlock_upgradable_fair(raw) });
-        let out = f();
-        s.relock(site);
-        out
+        let _relock = OnDrop(|| s.relock(site));
+        f()
     }
 
     /// Lets waiting threads have the lock, then takes upgradable access
@@ -508,6 +503,8 @@ impl<'a, R: RawRwLockUpgradeDowngrade, T: ?Sized> MeteredUpgradableReadGuard<'a,
         }
     }
 
+    /// Runs `f` under the write lock `w`, then downgrades back into this
+    /// guard, on return or unwind alike (as lock_api).
     fn run_upgraded<Ret>(
         &mut self,
         w: R::ExclusiveGuard,
@@ -516,13 +513,18 @@ impl<'a, R: RawRwLockUpgradeDowngrade, T: ?Sized> MeteredUpgradableReadGuard<'a,
         f: impl FnOnce(&mut T) -> Ret,
     ) -> Ret {
         std::mem::replace(&mut self.hold, Hold::NONE).release(|| ());
-        let mut writer = MeteredWriteGuard::new(self.lock, w, whold);
-        let ret = f(&mut writer);
-        let back = MeteredWriteGuard::downgrade_to_upgradable_at(writer, site);
-        let (_, raw, hold) = into_parts!(back, lock);
-        self.raw = ManuallyDrop::new(raw);
-        self.hold = hold;
-        ret
+        let lock = self.lock;
+        let mut writer = Some(MeteredWriteGuard::new(lock, w, whold));
+        let this = &mut *self;
+        let _restore = OnDrop(|| {
+            let Some(writer) = writer.take() else { return };
+            let back = MeteredWriteGuard::downgrade_to_upgradable_at(writer, site);
+            let (_, raw, hold) = into_parts!(back, lock);
+            this.raw = ManuallyDrop::new(raw);
+            this.hold = hold;
+        });
+        // SAFETY: `writer` holds the write lock until `_restore` runs.
+        f(unsafe { &mut *lock.data.get() })
     }
 }
 

@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 use lockmeter_model::LockKind;
 
 pub use self::list::WakeOrder;
-use self::list::{PendingWakes, WaitList, Waiter};
+pub(crate) use self::list::{PendingWakes, WaitList, Waiter, Woken};
 use crate::class::{Class, Mode, Role};
 use crate::meter::{Meta, Probe};
 use crate::primitive::loom_const_fn;
@@ -289,6 +289,7 @@ impl<T> WaitQueue<T> {
         let mut inner = self.inner.lock();
         let woken = wake_locked(
             &self.meta,
+            LockKind::Waitqueue,
             &mut inner.list,
             key,
             nr_exclusive,
@@ -330,27 +331,36 @@ impl<T> WaitQueue<T> {
     }
 }
 
-/// Wakes under the held lock and records the wake call at `site`.
-fn wake_locked(
+/// Wakes under the held lock and records the wake call at `site`, as a
+/// call on a primitive of `kind` (a wait queue, or a condvar built on one).
+pub(crate) fn wake_locked(
     meta: &Meta,
+    kind: LockKind,
     list: &mut WaitList,
     key: u64,
     nr: usize,
     site: &'static Location<'static>,
     pending: &mut PendingWakes,
 ) -> usize {
-    let probe = Probe::start(meta, LockKind::Waitqueue, site, Mode::Exclusive);
+    let probe = Probe::start(meta, kind, site, Mode::Exclusive);
     let stamp = probe.as_ref().map_or(0, |p| p.entry().clock.raw());
     let waiting = list.len() as u64;
     let woken = list.wake(key, nr, stamp, pending);
     if let Some(p) = probe {
-        let e = p.entry();
-        e.wake_calls.add(1);
-        e.wakeups.add(woken.total);
-        e.exclusive_wakeups.add(woken.exclusive);
-        e.max_waiters.raise_to(waiting);
+        record_wake(p.entry(), waiting, woken);
     }
     woken.total as usize
+}
+
+/// What one wake call did, with `waiting` waiters queued before it.
+pub(crate) fn record_wake(e: &Entry, waiting: u64, woken: Woken) {
+    e.wake_calls.add(1);
+    e.wakeups.add(woken.total);
+    e.exclusive_wakeups.add(woken.exclusive);
+    if woken.total == 0 {
+        e.empty_wake_calls.add(1);
+    }
+    e.max_waiters.raise_to(waiting);
 }
 
 /// The held lock of a [`WaitQueue`]: access to its data and the `*_locked`
@@ -389,6 +399,7 @@ impl<'a, T> WaitQueueGuard<'a, T> {
     fn wake(&mut self, key: u64, nr: usize, site: &'static Location<'static>) -> usize {
         wake_locked(
             &self.queue.meta,
+            LockKind::Waitqueue,
             &mut self.inner.list,
             key,
             nr,
@@ -513,8 +524,9 @@ impl<T> fmt::Debug for WaitQueue<T> {
     }
 }
 
-/// What one wait did, recorded once when it ends.
-struct WaitStats<'e> {
+/// What one wait did, recorded once when it ends (a wait queue's wait, or
+/// a condvar's).
+pub(crate) struct WaitStats<'e> {
     entry: Option<&'e Entry>,
     asleep_from: u64,
     slept: bool,
@@ -522,7 +534,7 @@ struct WaitStats<'e> {
 }
 
 impl<'e> WaitStats<'e> {
-    fn new(entry: Option<&'e Entry>) -> Self {
+    pub(crate) fn new(entry: Option<&'e Entry>) -> Self {
         WaitStats {
             entry,
             asleep_from: 0,
@@ -531,14 +543,14 @@ impl<'e> WaitStats<'e> {
         }
     }
 
-    fn queued(&mut self, len: usize) {
+    pub(crate) fn queued(&mut self, len: usize) {
         if let Some(e) = self.entry {
             e.max_waiters.raise_to(len as u64);
         }
     }
 
     /// Sleeps until signaled or `deadline`; returns whether signaled.
-    fn sleep(&mut self, waiter: &Arc<Waiter>, deadline: Option<Instant>) -> bool {
+    pub(crate) fn sleep(&mut self, waiter: &Arc<Waiter>, deadline: Option<Instant>) -> bool {
         if let (Some(e), false) = (self.entry, self.slept) {
             self.asleep_from = e.clock.raw();
         }
@@ -547,7 +559,7 @@ impl<'e> WaitStats<'e> {
         waiter.parker.park(deadline)
     }
 
-    fn woken(&mut self, waiter: &Waiter) {
+    pub(crate) fn woken(&mut self, waiter: &Waiter) {
         let Some(e) = self.entry else { return };
         let stamp = waiter.woken_at.load(std::sync::atomic::Ordering::Relaxed);
         if stamp != 0 {
@@ -556,13 +568,21 @@ impl<'e> WaitStats<'e> {
         }
     }
 
-    fn spurious(&mut self) {
+    /// The wait was refused before it slept (a condvar met a second
+    /// mutex): it counts as given up.
+    pub(crate) fn refused(&mut self) {
+        if let Some(e) = self.entry.take() {
+            e.rejected.add(1);
+        }
+    }
+
+    pub(crate) fn spurious(&mut self) {
         if let Some(e) = self.entry {
             e.spurious_wakeups.add(1);
         }
     }
 
-    fn finish(self, done: bool) {
+    pub(crate) fn finish(self, done: bool) {
         let Some(e) = self.entry else { return };
         if self.slept {
             e.waits.add(1);

@@ -77,6 +77,7 @@ fn entry_stats(e: &Entry) -> Stats {
         waits: e.waits.get(),
         wake_calls: e.wake_calls.get(),
         wakeups: e.wakeups.get(),
+        empty_wake_calls: e.empty_wake_calls.get(),
         spurious_wakeups: e.spurious_wakeups.get(),
         exclusive_wakeups: e.exclusive_wakeups.get(),
         max_waiters: e.max_waiters.get(),
