@@ -682,4 +682,26 @@ impl<R: RawMutex, T: ?Sized> MeteredMutex<R, T> {
         unsafe { self.raw.unlock(g) };
         Some(out)
     }
+
+    /// A guard again from [`MeteredMutexGuard::into_raw_parts`], for
+    /// wrappers that keep the parts in the lock (`sync::Mutex`).
+    ///
+    /// # Safety
+    /// `raw` and `hold` are the parts of a guard of `self` whose lock is
+    /// still held, and no other guard of that acquisition exists.
+    pub(crate) unsafe fn guard_from_parts(
+        &self,
+        raw: R::Guard,
+        hold: Hold,
+    ) -> MeteredMutexGuard<'_, R, T> {
+        self.guard(raw, hold)
+    }
+}
+
+impl<R: RawMutex, T: ?Sized> MeteredMutexGuard<'_, R, T> {
+    /// The raw lock state and the hold, without unlocking.
+    pub(crate) fn into_raw_parts(s: Self) -> (R::Guard, Hold) {
+        let (_, raw, hold) = Self::into_parts(s);
+        (raw, hold)
+    }
 }

@@ -1,6 +1,8 @@
 //! `lockmeter::sync` behaves as `std::sync` documents, with real threads:
 //! a panicking holder poisons, `clear_poison` clears, `try_lock` tells
-//! `WouldBlock` from `Poisoned`, `into_inner`/`get_mut` report poison, and
+//! `WouldBlock` from `Poisoned`, `into_inner`/`get_mut` report poison,
+//! `Condvar`'s waits return as std's (`wait_timeout_while` results, poison
+//! seen by a waiter), and
 //! every acquisition, poisoned or not, is counted. Where std's behaviour
 //! can be observed side by side (Debug output, error messages), the test
 //! runs both and compares.
@@ -9,9 +11,10 @@ mod common;
 
 use std::sync::{Arc, Barrier};
 use std::thread;
+use std::time::Duration;
 
 use common::{lock, observe, spawn_observed};
-use lockmeter::sync::{Mutex, RwLock, TryLockError};
+use lockmeter::sync::{Condvar, Mutex, RwLock, TryLockError};
 
 /// Panics in a thread while holding `m`'s guard; the join reports it.
 fn poison_mutex<T: Send + 'static>(m: &Arc<Mutex<T>>) {
@@ -222,4 +225,130 @@ fn poisoned_acquisitions_are_counted() {
     // The poisoning lock, every loop iteration, and the final try_lock.
     assert_eq!(s.acquisitions, 1 + THREADS * ITERS + 1);
     assert_eq!(s.nowait + s.contended, s.acquisitions);
+}
+
+/// A waiter on `pair` for `!ready`, in its own thread.
+fn waiter(pair: &Arc<(Mutex<bool>, Condvar)>) -> thread::JoinHandle<bool> {
+    let pair = Arc::clone(pair);
+    thread::spawn(move || {
+        let (m, c) = &*pair;
+        match c.wait_while(m.lock().unwrap(), |ready| !*ready) {
+            Ok(g) => *g,
+            Err(e) => {
+                assert!(*e.into_inner(), "returned with the condition true");
+                false
+            }
+        }
+    })
+}
+
+#[test]
+fn wait_while_returns_once_the_condition_holds_and_notify_all_wakes_every_waiter() {
+    let pair = Arc::new((Mutex::new(false), Condvar::new()));
+    let waiters: Vec<_> = (0..4).map(|_| waiter(&pair)).collect();
+    // Notifies with the condition still false wake nobody for good.
+    for _ in 0..3 {
+        pair.1.notify_all();
+        thread::yield_now();
+    }
+    *pair.0.lock().unwrap() = true;
+    pair.1.notify_all();
+    for w in waiters {
+        assert!(w.join().unwrap());
+    }
+}
+
+#[test]
+fn wait_timeout_while_reports_timeout_with_the_condition_still_true() {
+    let m = Mutex::new(0);
+    let c = Condvar::new();
+    let (g, r) = c
+        .wait_timeout_while(m.lock().unwrap(), Duration::from_millis(20), |v| *v == 0)
+        .unwrap();
+    assert!(r.timed_out());
+    assert_eq!(*g, 0);
+    drop(g);
+
+    // A condition already false returns at once, not timed out.
+    let (g, r) = c
+        .wait_timeout_while(m.lock().unwrap(), Duration::from_secs(60), |v| *v != 0)
+        .unwrap();
+    assert!(!r.timed_out());
+    drop(g);
+
+    // std's type: the user's annotations keep compiling.
+    let (_g, r): (_, std::sync::WaitTimeoutResult) = c
+        .wait_timeout(m.lock().unwrap(), Duration::from_millis(1))
+        .unwrap();
+    assert!(r.timed_out());
+}
+
+#[test]
+fn wait_timeout_while_returns_not_timed_out_when_notified_in_time() {
+    let pair = Arc::new((Mutex::new(false), Condvar::new()));
+    let p2 = Arc::clone(&pair);
+    let t = thread::spawn(move || {
+        *p2.0.lock().unwrap() = true;
+        p2.1.notify_one();
+    });
+    let (m, c) = &*pair;
+    let (g, r) = c
+        .wait_timeout_while(m.lock().unwrap(), Duration::from_secs(60), |ready| !*ready)
+        .unwrap();
+    assert!(*g && !r.timed_out());
+    drop(g);
+    t.join().unwrap();
+}
+
+#[test]
+fn a_wait_returns_err_when_the_mutex_was_poisoned_meanwhile() {
+    // 0: start, 1: the waiter is waiting, 2: released.
+    let pair = Arc::new((Mutex::new(0u8), Condvar::new()));
+    let p = Arc::clone(&pair);
+    let w = thread::spawn(move || {
+        let (m, c) = &*p;
+        let mut g = m.lock().unwrap();
+        *g = 1;
+        let err = c.wait_while(g, |s| *s != 2).map(|_| ()).unwrap_err();
+        assert_eq!(**err.get_ref(), 2, "returned with the condition true");
+    });
+    // Seen as 1 under the lock, the waiter has released it: it is waiting.
+    while *pair.0.lock().unwrap() != 1 {
+        thread::yield_now();
+    }
+    let p = Arc::clone(&pair);
+    let r = thread::spawn(move || {
+        let mut g = p.0.lock().unwrap();
+        *g = 2;
+        p.1.notify_all();
+        panic!("poisons while the waiter sleeps");
+    })
+    .join();
+    assert!(r.is_err());
+    // The waiter woke to a poisoned mutex: Err, carrying the guard.
+    w.join().unwrap();
+    assert!(pair.0.is_poisoned());
+}
+
+#[test]
+fn condvar_waits_and_the_mutex_reacquisitions_are_counted() {
+    const WAITS: u64 = 5;
+    let (handle, ()) = observe(|| {
+        let m = Mutex::named("sync.cv.mutex", ());
+        let c = Condvar::named("sync.cv");
+        let mut g = m.lock().unwrap();
+        for _ in 0..WAITS {
+            let (g2, r) = c.wait_timeout(g, Duration::from_millis(1)).unwrap();
+            assert!(r.timed_out());
+            g = g2;
+        }
+        drop(g);
+        c.notify_one();
+    });
+    let snap = handle.snapshot();
+    let cv = &lock(&snap, "sync.cv").total;
+    assert_eq!(cv.rejected, WAITS, "every wait timed out");
+    assert_eq!(cv.empty_wake_calls, 1, "the notify found nobody");
+    // The first lock, then one reacquisition per wait.
+    assert_eq!(lock(&snap, "sync.cv.mutex").total.acquisitions, 1 + WAITS);
 }

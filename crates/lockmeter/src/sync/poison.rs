@@ -18,22 +18,19 @@ pub(crate) struct Guard {
     panicking: bool,
 }
 
+impl Guard {
+    /// Called with the lock just acquired.
+    #[inline(always)]
+    pub(crate) fn new() -> Guard {
+        Guard {
+            panicking: thread::panicking(),
+        }
+    }
+}
+
 impl Flag {
     pub(crate) const fn new() -> Flag {
         Flag(AtomicBool::new(false))
-    }
-
-    /// Called with the lock just acquired.
-    #[inline]
-    pub(crate) fn guard(&self) -> LockResult<Guard> {
-        let guard = Guard {
-            panicking: thread::panicking(),
-        };
-        if self.get() {
-            Err(PoisonError::new(guard))
-        } else {
-            Ok(guard)
-        }
     }
 
     /// Called with the lock still held, just before it is released.

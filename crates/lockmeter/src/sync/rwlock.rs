@@ -5,7 +5,7 @@ use std::ops::{Deref, DerefMut};
 use std::panic::{RefUnwindSafe, UnwindSafe};
 use std::sync::{LockResult, PoisonError, TryLockError, TryLockResult};
 
-use super::poison::{self, map_result};
+use super::poison;
 
 /// A drop-in for [`std::sync::RwLock`]: the same API, poisoning included,
 /// with every acquisition counted at its call site, reads and writes apart.
@@ -145,7 +145,7 @@ impl<T: ?Sized> RwLock<T> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn read_guard<'a>(
         &'a self,
         inner: crate::RwLockReadGuard<'a, T>,
@@ -157,16 +157,21 @@ impl<T: ?Sized> RwLock<T> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn write_guard<'a>(
         &'a self,
         inner: crate::RwLockWriteGuard<'a, T>,
     ) -> LockResult<RwLockWriteGuard<'a, T>> {
-        map_result(self.poison.guard(), |state| RwLockWriteGuard {
+        let guard = RwLockWriteGuard {
             poison: &self.poison,
-            state,
+            state: poison::Guard::new(),
             inner,
-        })
+        };
+        if self.poison.get() {
+            Err(PoisonError::new(guard))
+        } else {
+            Ok(guard)
+        }
     }
 }
 
