@@ -34,6 +34,7 @@ mod raw;
 
 pub use raw::{RawFairMutex, RawMutex, RawRwLock, RawThreadId};
 
+pub use lockmeter::{Condvar, WaitTimeoutResult};
 pub use parking_lot013::{Once, OnceState};
 
 #[cfg(feature = "deadlock_detection")]
