@@ -106,11 +106,11 @@ macro_rules! raw_mutex {
             type GuardMarker = v4::GuardNoSend;
             #[inline]
             fn lock(&self) {
-                std::mem::forget(self.0.lock());
+                keep(self.0.lock());
             }
             #[inline]
             fn try_lock(&self) -> bool {
-                self.0.try_lock().map(std::mem::forget).is_some()
+                kept(self.0.try_lock())
             }
             #[inline]
             unsafe fn unlock(&self) {
@@ -135,7 +135,7 @@ macro_rules! raw_mutex {
                 let mut g = state();
                 // SAFETY: the caller holds the lock; it still does after.
                 unsafe { self.0.bump(&mut g) };
-                std::mem::forget(g);
+                keep(g);
             }
         }
 
@@ -145,14 +145,11 @@ macro_rules! raw_mutex {
             type Instant = Instant;
             #[inline]
             fn try_lock_for(&self, timeout: Duration) -> bool {
-                self.0.try_lock_for(timeout).map(std::mem::forget).is_some()
+                kept(self.0.try_lock_for(timeout))
             }
             #[inline]
             fn try_lock_until(&self, deadline: Instant) -> bool {
-                self.0
-                    .try_lock_until(deadline)
-                    .map(std::mem::forget)
-                    .is_some()
+                kept(self.0.try_lock_until(deadline))
             }
         }
     };
@@ -348,8 +345,8 @@ unsafe impl v5::RawRwLockUpgradeTimed for RawRwLock {
     }
 }
 
-/// Runs a 0.5 operation that returns guard state and drops the state
-/// without unlocking (0.4 keeps none).
+/// Drops a 0.5 lock's guard state without unlocking (0.4 keeps none; the
+/// state is a marker, so nothing is lost).
 #[inline]
 fn keep<G>(guard: G) {
     std::mem::forget(guard);
