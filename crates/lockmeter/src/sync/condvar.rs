@@ -5,6 +5,7 @@ use std::sync::{LockResult, OnceLock, PoisonError, WaitTimeoutResult};
 use std::time::Duration;
 
 use super::mutex::MutexGuard;
+use crate::primitive::loom_const_fn;
 
 /// A drop-in for [`std::sync::Condvar`], for [`super::Mutex`]'s guards:
 /// waits, notifies, wake-ups, spurious wake-ups and timeouts are recorded
@@ -36,19 +37,23 @@ pub struct Condvar {
 }
 
 impl Condvar {
-    /// A new condition variable; its class is the caller's location.
-    #[track_caller]
-    pub const fn new() -> Condvar {
-        Condvar {
-            inner: crate::Condvar::new(),
+    loom_const_fn! {
+        /// A new condition variable; its class is the caller's location.
+        #[track_caller]
+        pub const fn new() -> Condvar {
+            Condvar {
+                inner: crate::Condvar::new(),
+            }
         }
     }
 
-    /// A new condition variable of the class `name` (not in std).
-    #[track_caller]
-    pub const fn named(name: &'static str) -> Condvar {
-        Condvar {
-            inner: crate::Condvar::named(name),
+    loom_const_fn! {
+        /// A new condition variable of the class `name` (not in std).
+        #[track_caller]
+        pub const fn named(name: &'static str) -> Condvar {
+            Condvar {
+                inner: crate::Condvar::named(name),
+            }
         }
     }
 
