@@ -14,6 +14,7 @@
 mod bare;
 mod breakdown;
 mod contended;
+mod dropin;
 mod measure;
 mod memory;
 mod report;
@@ -62,7 +63,9 @@ fn main() {
 
     // No Layer exists yet: the instrumented locks run their plain path.
     step("unobserved", &mut || {
-        uncontended::rows(&cfg, Phase::Unobserved)
+        let mut rows = uncontended::rows(&cfg, Phase::Unobserved);
+        rows.extend(dropin::rows(&cfg, Phase::Unobserved));
+        rows
     });
 
     let layer = lockmeter::Layer::new();
@@ -73,7 +76,11 @@ fn main() {
         eprintln!("could not install the lockmeter layer globally: {e}; observed rows skipped");
     } else {
         step("components", &mut || breakdown::components(&cfg));
-        step("observed", &mut || uncontended::rows(&cfg, Phase::Observed));
+        step("observed", &mut || {
+            let mut rows = uncontended::rows(&cfg, Phase::Observed);
+            rows.extend(dropin::rows(&cfg, Phase::Observed));
+            rows
+        });
         step("modes", &mut || uncontended::mode_rows(&cfg));
         step("contended", &mut || contended::rows(&cfg, &handle));
         step("memory", &mut memory::rows);
