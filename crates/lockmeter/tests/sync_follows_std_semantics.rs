@@ -352,3 +352,47 @@ fn condvar_waits_and_the_mutex_reacquisitions_are_counted() {
     // The first lock, then one reacquisition per wait.
     assert_eq!(lock(&snap, "sync.cv.mutex").total.acquisitions, 1 + WAITS);
 }
+
+#[test]
+fn a_condvar_used_with_two_mutexes_panics_and_leaves_the_mutex_sound() {
+    // 0: start, 1: the waiter on m1 is waiting, 2: released.
+    let m1 = Mutex::new(0u8);
+    let m2 = Mutex::new(());
+    let c = Condvar::new();
+    thread::scope(|s| {
+        let waiter = s.spawn(|| {
+            let mut g = m1.lock().unwrap();
+            *g = 1;
+            drop(c.wait_while(g, |st| *st != 2).unwrap());
+        });
+        while *m1.lock().unwrap() != 1 {
+            thread::yield_now();
+        }
+        // m1's waiter is queued: waiting with m2 is the bad input.
+        let r = std::panic::catch_unwind(|| {
+            let g = m2.lock().unwrap();
+            let _ = c.wait_timeout(g, Duration::from_millis(1));
+        });
+        let msg = r.unwrap_err();
+        let msg = msg
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .unwrap_or("");
+        assert_eq!(
+            msg,
+            "attempted to use a condition variable with more than one mutex"
+        );
+        *m1.lock().unwrap() = 2;
+        c.notify_all();
+        waiter.join().unwrap();
+    });
+    // The guard unwound once: poisoned as std's would be, and unlocked
+    // exactly once (a second unlock would let the try_lock below in).
+    assert!(m2.is_poisoned());
+    let held = m2.lock().unwrap_err().into_inner();
+    thread::scope(|s| {
+        s.spawn(|| assert!(matches!(m2.try_lock(), Err(TryLockError::WouldBlock))));
+    });
+    drop(held);
+    assert!(matches!(m2.try_lock(), Err(TryLockError::Poisoned(_))));
+}

@@ -1,6 +1,7 @@
 //! `std::sync::Condvar`'s API over lockmeter's metered [`crate::Condvar`].
 
 use std::fmt;
+use std::panic::{RefUnwindSafe, UnwindSafe};
 use std::sync::{LockResult, OnceLock, PoisonError, WaitTimeoutResult};
 use std::time::Duration;
 
@@ -159,6 +160,11 @@ impl Condvar {
         self.inner.notify_all();
     }
 }
+
+// As std's: a `&Condvar` may cross `catch_unwind` (what a panic leaves
+// behind is in the mutex, which reports it as poison).
+impl UnwindSafe for Condvar {}
+impl RefUnwindSafe for Condvar {}
 
 impl Default for Condvar {
     #[track_caller]
