@@ -8,13 +8,14 @@ use std::path::{Path, PathBuf};
 
 use clap::ValueEnum;
 use lockmeter_model::advice::Thresholds;
-use lockmeter_model::diff::{diff_csv, diff_text, diff_with_thresholds};
-use lockmeter_model::discovery::{list_endpoints, socket_dir, EndpointInfo};
+use lockmeter_model::diff::diff_with_thresholds;
 use lockmeter_model::render::{csv_table, json, text_table_with, TableOptions};
-use lockmeter_model::wire::EndpointAddr;
+use lockmeter_model::render::{diff_csv, diff_text};
 use lockmeter_model::Snapshot;
+use lockmeter_wire::discovery::{list_endpoints_removing_stale, socket_dir, EndpointInfo};
+use lockmeter_wire::{fetch_snapshot, parse_target, EndpointAddr};
 
-use crate::conn::{describe, fetch_snapshot, parse_target};
+use crate::conn::REQUEST_TIMEOUT;
 use crate::source::{load_file, Loaded};
 
 /// How a one-shot command prints.
@@ -51,7 +52,9 @@ pub fn classify(arg: &str) -> Result<Input, String> {
         _ => {
             let is_pid = !arg.is_empty() && arg.bytes().all(|b| b.is_ascii_digit());
             if is_address || is_pid || arg.ends_with(".sock") {
-                parse_target(arg).map(Input::Endpoint)
+                parse_target(arg)
+                    .map(Input::Endpoint)
+                    .map_err(|e| e.to_string())
             } else {
                 Ok(Input::File(path.into()))
             }
@@ -65,7 +68,7 @@ pub fn classify(arg: &str) -> Result<Input, String> {
 pub fn read_input(arg: &str) -> Result<(Snapshot, Vec<String>), String> {
     match classify(arg)? {
         Input::File(path) => read_file(&path),
-        Input::Endpoint(addr) => fetch_snapshot(&addr)
+        Input::Endpoint(addr) => fetch_snapshot(&addr, REQUEST_TIMEOUT)
             .map(|(_, snap)| (snap, Vec::new()))
             .map_err(|e| e.to_string()),
     }
@@ -125,7 +128,7 @@ pub fn diff(
 
 /// `lockmeter list`: the attachable processes, one a line.
 pub fn list() -> String {
-    format_list(&list_endpoints(), &socket_dir())
+    format_list(&list_endpoints_removing_stale(), &socket_dir())
 }
 
 /// The `list` output for `endpoints` found in `dir`.
@@ -143,7 +146,7 @@ pub fn format_list(endpoints: &[EndpointInfo], dir: &Path) -> String {
             "{:>8}  {:<24}  {}",
             e.pid,
             if e.name.is_empty() { "?" } else { &e.name },
-            describe(&e.addr())
+            e.addr().as_target()
         );
     }
     out

@@ -1,12 +1,12 @@
 //! Writing the shown snapshot to a file, atomically: a reader (or a crash)
 //! never sees half a dump.
 
-use std::fs::{self, File};
-use std::io::{self, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 
 use lockmeter_model::render::json;
 use lockmeter_model::Snapshot;
+use lockmeter_wire::write_atomic;
 
 /// Writes `snap` as pretty v1 JSON into a new file in `dir` and returns its
 /// path. The name says which process and when; an existing file is never
@@ -40,30 +40,6 @@ pub fn write_snapshot(dir: &Path, snap: &Snapshot, what: &str) -> io::Result<Pat
     ))
 }
 
-/// Writes `bytes` to a temporary file beside `path`, syncs it, and renames
-/// it over `path`.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let file_name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "dump".to_string());
-    let tmp = dir.join(format!(".{file_name}.tmp-{}", std::process::id()));
-    let result = (|| {
-        let mut f = File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    result
-}
-
 /// A process name reduced to characters safe in a file name.
 fn file_safe(name: &str) -> String {
     let s: String = name
@@ -88,6 +64,7 @@ fn file_safe(name: &str) -> String {
 mod tests {
     use super::*;
     use lockmeter_model::{parse_snapshot, ProcessInfo};
+    use std::fs;
 
     fn scratch(name: &str) -> PathBuf {
         let dir =
@@ -121,7 +98,7 @@ mod tests {
         let leftovers: Vec<_> = fs::read_dir(&dir)
             .unwrap()
             .filter_map(|e| e.ok())
-            .filter(|e| e.file_name().to_string_lossy().contains(".tmp-"))
+            .filter(|e| e.file_name().to_string_lossy().contains(".tmp."))
             .collect();
         assert!(leftovers.is_empty());
         let _ = fs::remove_dir_all(&dir);

@@ -11,11 +11,12 @@ use std::time::{Duration, Instant};
 use clap::{Args, Parser, Subcommand};
 use crossterm::event::{self, Event};
 use lockmeter_model::advice::Thresholds;
-use lockmeter_model::discovery::{list_endpoints, socket_dir};
 use lockmeter_model::render::{SortKey, TableOptions};
+use lockmeter_wire::discovery::{list_endpoints_removing_stale, socket_dir};
+use lockmeter_wire::{parse_target, EndpointAddr};
 
 use lockmeter_viewer::commands::{self, Format};
-use lockmeter_viewer::conn::{describe, parse_target, Live};
+use lockmeter_viewer::conn::Live;
 use lockmeter_viewer::demo::Demo;
 use lockmeter_viewer::source::{load_file, DemoFeed, Loaded, Source};
 use lockmeter_viewer::state::picker::Entry;
@@ -23,8 +24,6 @@ use lockmeter_viewer::state::playback::frames_from;
 use lockmeter_viewer::state::{Action, App, Mode, Origin};
 use lockmeter_viewer::term::TerminalGuard;
 use lockmeter_viewer::{dump, view};
-
-const SORT_KEYS: &str = "util, con, hold, hold_p99, hold_max, wait, wait_p99, wait_max, total, nowait, spin, rject, wakeups, spurious, wake_latency, name";
 
 /// A lock profiler's viewer: live lock statistics of a process, dumps,
 /// recordings and diffs.
@@ -54,9 +53,10 @@ enum Command {
     /// List the processes that can be attached to
     List,
     /// Open a dump (.json) or a recording (.jsonl) in the viewer
-    ///
-    /// Recordings can be stepped through frame by frame (, and .), ten at a
-    /// time ([ and ]), or played (space).
+    // Not a doc paragraph: rustdoc would read the brackets as a link.
+    #[command(
+        long_about = "Open a dump (.json) or a recording (.jsonl) in the viewer\n\nRecordings can be stepped through frame by frame (, and .), ten at a time ([ and ]), or played (space)."
+    )]
     View(ViewArgs),
     /// Print the table once, from a file or a live target
     Table(TableArgs),
@@ -68,7 +68,7 @@ enum Command {
 #[derive(Debug, Args)]
 struct SortArgs {
     /// Column to sort by
-    #[arg(long, short, value_name = "KEY", default_value = "util", value_parser = parse_sort_key, long_help = format!("Column to sort by: {SORT_KEYS}"))]
+    #[arg(long, short, value_name = "KEY", default_value = "util", value_parser = parse_sort_key, long_help = sort_keys_help())]
     sort: SortKey,
     /// Reverse the order (numbers smallest first, names Z to A)
     #[arg(long)]
@@ -218,6 +218,12 @@ struct DiffArgs {
     advice: AdviceArgs,
 }
 
+/// `--sort`'s help: every key of the metric table.
+fn sort_keys_help() -> String {
+    let keys: Vec<&str> = SortKey::all().iter().map(|k| k.as_str()).collect();
+    format!("Column to sort by: {}", keys.join(", "))
+}
+
 fn parse_sort_key(s: &str) -> Result<SortKey, String> {
     s.parse::<SortKey>().map_err(|e| e.to_string())
 }
@@ -333,8 +339,8 @@ fn run(command: Command) -> Result<(), String> {
             let interval = Duration::from_millis(a.live.interval);
             // What to attach to: the target, the only endpoint, or a choice.
             let chosen = match &a.target {
-                Some(t) => Ok(parse_target(t)?),
-                None => match list_endpoints().as_slice() {
+                Some(t) => Ok(parse_target(t).map_err(|e| e.to_string())?),
+                None => match list_endpoints_removing_stale().as_slice() {
                     [] => {
                         return Err(format!(
                             "no attachable lockmeter process found in {} (start one with LOCKMETER_LISTEN=1, or give a TARGET)",
@@ -355,7 +361,7 @@ fn run(command: Command) -> Result<(), String> {
             needs_terminal()?;
             let (mut app, source) = match chosen {
                 Ok(addr) => (
-                    App::new(Origin::Endpoint(describe(&addr)), opts, interval),
+                    App::new(Origin::Endpoint(addr.as_target()), opts, interval),
                     Source::Endpoint(Live::spawn(addr, interval)),
                 ),
                 Err(entries) => (App::for_picker(entries, opts, interval), Source::Static),
@@ -458,8 +464,8 @@ fn run_tui(mut app: App, mut source: Source, live: &LiveArgs) -> Result<(), Stri
                 },
                 Action::Dump => write_dump(&mut app, &live.dump_dir),
                 Action::Attach(entry) => {
-                    let addr = lockmeter_model::wire::EndpointAddr::Unix(entry.path.clone());
-                    app.attached(describe(&addr));
+                    let addr = EndpointAddr::Unix(entry.path.clone());
+                    app.attached(addr.as_target());
                     source = Source::Endpoint(Live::spawn(addr, interval));
                 }
             }

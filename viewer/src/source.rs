@@ -10,8 +10,8 @@ use lockmeter_model::{parse_recording, parse_snapshot, ReadError, Snapshot};
 
 use crate::conn::{ConnEvent, Live};
 use crate::demo::Demo;
-use crate::state::delta::subtract;
 use crate::state::playback::frames_from;
+use crate::state::playback::interval;
 use crate::state::{Feed, Frame};
 
 /// A file's contents.
@@ -149,7 +149,7 @@ impl DemoFeed {
         self.next = now + self.interval;
         let cumulative = self.demo.handle().snapshot();
         let interval = match &self.prev {
-            Some(p) => subtract(&cumulative, p),
+            Some(p) => interval(&cumulative, p),
             None => cumulative.clone(),
         };
         self.prev = Some(cumulative.clone());

@@ -9,8 +9,8 @@ use std::os::unix::net::{UnixListener, UnixStream};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use lockmeter_model::wire::EndpointAddr;
 use lockmeter_viewer::conn::{ConnEvent, Live};
+use lockmeter_wire::EndpointAddr;
 use serde_json::json;
 
 fn snapshot() -> serde_json::Value {

@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use lockmeter_model::metric::Metric;
 use lockmeter_model::render::{SortKey, TableOptions};
 use lockmeter_model::{parse_recording, parse_snapshot, Snapshot};
 use lockmeter_viewer::state::picker::Entry;
@@ -66,8 +67,8 @@ fn table_in_a_narrow_terminal_drops_columns() {
 #[test]
 fn table_sorted_by_wait_ascending_and_filtered() {
     let mut app = dump_app();
-    app.sort_by(SortKey::WaitMean);
-    app.sort_by(SortKey::WaitMean);
+    app.sort_by(SortKey::By(Metric::WaitMean));
+    app.sort_by(SortKey::By(Metric::WaitMean));
     key(&mut app, KeyCode::Char('/'));
     for c in "pipe".chars() {
         key(&mut app, KeyCode::Char(c));

@@ -29,7 +29,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::render::{format_ns, format_pct};
+use crate::format::{format_ns, format_pct};
 use crate::{percent, LockKind, LockStats, SiteStats, Snapshot, Stats};
 
 /// The limits the rules use. Every field is public so a command line or a
@@ -116,6 +116,7 @@ pub struct Advisory {
     pub lock_id: String,
     /// The call site it is about, when one site is to blame.
     pub site: Option<String>,
+    /// Which rule fired.
     pub kind: AdvisoryKind,
     /// One line naming the numbers and the fix.
     pub message: String,

@@ -8,21 +8,25 @@
 //! Because two windows rarely have the same length, TOTAL is also compared
 //! per second of window.
 //!
-//! [`diff_text`] prints it for a bug report; [`diff_csv`] for a
-//! spreadsheet (both live with the other renderings in
-//! [`crate::render`]); [`SnapshotDiff`] serialises to JSON with serde.
+//! The numbers compared are the diffable rows of the metric table
+//! ([`crate::metric`]).
+//!
+//! [`crate::render::diff_text`] prints it for a bug report;
+//! [`crate::render::diff_csv`] for a spreadsheet; [`SnapshotDiff`]
+//! serialises to JSON with serde. (This module depends on no rendering.)
 
 use serde::Serialize;
 
 use crate::advice::{advise, Advisory, Thresholds};
-use crate::render::SortKey;
-pub use crate::render::{diff_csv, diff_text};
+use crate::metric::{per_sec, Metric};
 use crate::{LockKind, LockStats, ProcessInfo, SiteStats, Snapshot, Stats, Window};
 
 /// Two snapshots compared.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SnapshotDiff {
+    /// The snapshot compared from.
     pub before: SideInfo,
+    /// The snapshot compared to.
     pub after: SideInfo,
     /// Every lock of either side, in the order of `after`, then the
     /// removed ones in the order of `before`.
@@ -35,9 +39,13 @@ pub struct SnapshotDiff {
 /// What one side of the comparison was.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SideInfo {
+    /// The process the snapshot came from.
     pub process: ProcessInfo,
+    /// The snapshot's time window.
     pub window: Window,
+    /// The clock that timed it.
     pub clock: String,
+    /// Records the recorder had to drop (counts are low by as many).
     pub dropped_records: u64,
     /// How hold times were sampled on this side; hold figures of two sides
     /// sampled differently compare estimates of different precision.
@@ -54,6 +62,7 @@ pub struct SideInfo {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Presence {
+    /// On both sides.
     Both,
     /// Only after.
     Added,
@@ -62,6 +71,7 @@ pub enum Presence {
 }
 
 impl Presence {
+    /// The lowercase name, as serialized.
     pub fn as_str(self) -> &'static str {
         match self {
             Presence::Both => "both",
@@ -74,22 +84,32 @@ impl Presence {
 /// One lock class compared.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LockDiff {
+    /// The lock class id both sides were matched by.
     pub id: String,
     /// The name after (before, for a removed lock).
     pub name: String,
+    /// The kind of lock.
     pub kind: LockKind,
+    /// The id of the lock this one is nested in, if any.
     pub parent: Option<String>,
+    /// Whether the lock is on both sides.
     pub presence: Presence,
+    /// The lock's totals compared.
     pub total: StatsDiff,
+    /// Its call sites compared, matched by site and mode.
     pub sites: Vec<SiteDiff>,
 }
 
 /// One call site compared.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SiteDiff {
+    /// The call site (`file:line:col`).
     pub site: String,
+    /// The acquisition mode (`read`, `write`, ...), if the kind has modes.
     pub mode: Option<String>,
+    /// Whether the site is on both sides.
     pub presence: Presence,
+    /// The site's numbers compared.
     pub stats: StatsDiff,
 }
 
@@ -99,7 +119,9 @@ pub struct SiteDiff {
 /// over an empty window). An absent value counts as zero in `delta`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Change {
+    /// The value before; `None` if absent or undefined.
     pub before: Option<f64>,
+    /// The value after; `None` if absent or undefined.
     pub after: Option<f64>,
     /// `after - before`.
     pub delta: Option<f64>,
@@ -132,255 +154,52 @@ impl Change {
     }
 }
 
-/// The compared numbers of one lock or site; see [`Metric`] for each.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// The compared numbers of one lock or site: one [`Change`] per diffable
+/// [`Metric`], serialized as an object keyed by the metric's name in table
+/// order (`util_pct`, `con_pct`, ...).
+#[derive(Debug, Clone, PartialEq)]
 pub struct StatsDiff {
-    pub util_pct: Change,
-    pub con_pct: Change,
-    pub hold_mean_ns: Change,
-    pub hold_p99_ns: Change,
-    pub hold_max_ns: Change,
-    pub wait_mean_ns: Change,
-    pub wait_p99_ns: Change,
-    pub wait_max_ns: Change,
-    pub acquisitions: Change,
-    pub acquisitions_per_sec: Change,
-    pub nowait: Change,
-    pub contended: Change,
-    pub rejected: Change,
-    pub wakeups: Change,
-    pub wakeups_per_call: Change,
-    pub spurious_wakeups: Change,
-    pub wake_latency_mean_ns: Change,
+    /// Indexed by `Metric as usize`; metrics that do not diff stay empty.
+    changes: Vec<Change>,
 }
 
-/// A compared number: which field of [`StatsDiff`], its label and unit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Metric {
-    Util,
-    Con,
-    HoldMean,
-    HoldP99,
-    HoldMax,
-    WaitMean,
-    WaitP99,
-    WaitMax,
-    /// TOTAL.
-    Acquisitions,
-    /// TOTAL per second of window.
-    AcquisitionsPerSec,
-    Nowait,
-    /// SPIN.
-    Contended,
-    /// RJECT.
-    Rejected,
-    Wakeups,
-    WakeupsPerCall,
-    Spurious,
-    WakeLatencyMean,
-}
-
-/// How a metric's values print.
-#[derive(Clone, Copy, PartialEq)]
-pub(crate) enum Unit {
-    Pct,
-    Ns,
-    Count,
-    PerSec,
-    Ratio,
-}
-
-impl Metric {
-    /// Every metric, in display order.
-    pub const ALL: &'static [Metric] = &[
-        Metric::Util,
-        Metric::Con,
-        Metric::HoldMean,
-        Metric::HoldP99,
-        Metric::HoldMax,
-        Metric::WaitMean,
-        Metric::WaitP99,
-        Metric::WaitMax,
-        Metric::Acquisitions,
-        Metric::AcquisitionsPerSec,
-        Metric::Nowait,
-        Metric::Contended,
-        Metric::Rejected,
-        Metric::Wakeups,
-        Metric::WakeupsPerCall,
-        Metric::Spurious,
-        Metric::WakeLatencyMean,
-    ];
-
-    /// The field name in [`StatsDiff`] (and the CSV column prefix).
-    pub fn name(self) -> &'static str {
-        match self {
-            Metric::Util => "util_pct",
-            Metric::Con => "con_pct",
-            Metric::HoldMean => "hold_mean_ns",
-            Metric::HoldP99 => "hold_p99_ns",
-            Metric::HoldMax => "hold_max_ns",
-            Metric::WaitMean => "wait_mean_ns",
-            Metric::WaitP99 => "wait_p99_ns",
-            Metric::WaitMax => "wait_max_ns",
-            Metric::Acquisitions => "acquisitions",
-            Metric::AcquisitionsPerSec => "acquisitions_per_sec",
-            Metric::Nowait => "nowait",
-            Metric::Contended => "contended",
-            Metric::Rejected => "rejected",
-            Metric::Wakeups => "wakeups",
-            Metric::WakeupsPerCall => "wakeups_per_call",
-            Metric::Spurious => "spurious_wakeups",
-            Metric::WakeLatencyMean => "wake_latency_mean_ns",
-        }
-    }
-
-    /// The label in [`diff_text`], after the Lockmeter columns.
-    pub fn label(self) -> &'static str {
-        match self {
-            Metric::Util => "UTIL",
-            Metric::Con => "CON",
-            Metric::HoldMean => "HOLD MEAN",
-            Metric::HoldP99 => "HOLD P99",
-            Metric::HoldMax => "HOLD MAX",
-            Metric::WaitMean => "WAIT MEAN",
-            Metric::WaitP99 => "WAIT P99",
-            Metric::WaitMax => "WAIT MAX",
-            Metric::Acquisitions => "TOTAL",
-            Metric::AcquisitionsPerSec => "TOTAL/s",
-            Metric::Nowait => "NOWAIT",
-            Metric::Contended => "SPIN",
-            Metric::Rejected => "RJECT",
-            Metric::Wakeups => "WAKEUPS",
-            Metric::WakeupsPerCall => "WAKEUPS/call",
-            Metric::Spurious => "SPURIOUS",
-            Metric::WakeLatencyMean => "WAKE LAT",
-        }
-    }
-
-    pub(crate) fn unit(self) -> Unit {
-        match self {
-            Metric::Util | Metric::Con => Unit::Pct,
-            Metric::HoldMean
-            | Metric::HoldP99
-            | Metric::HoldMax
-            | Metric::WaitMean
-            | Metric::WaitP99
-            | Metric::WaitMax
-            | Metric::WakeLatencyMean => Unit::Ns,
-            Metric::AcquisitionsPerSec => Unit::PerSec,
-            Metric::WakeupsPerCall => Unit::Ratio,
-            Metric::Acquisitions
-            | Metric::Nowait
-            | Metric::Contended
-            | Metric::Rejected
-            | Metric::Wakeups
-            | Metric::Spurious => Unit::Count,
-        }
-    }
-
-    /// The metric a table sort key compares, if any.
-    pub fn for_sort_key(key: SortKey) -> Option<Metric> {
-        Some(match key {
-            SortKey::Util => Metric::Util,
-            SortKey::Con => Metric::Con,
-            SortKey::HoldMean => Metric::HoldMean,
-            SortKey::HoldP99 => Metric::HoldP99,
-            SortKey::HoldMax => Metric::HoldMax,
-            SortKey::WaitMean => Metric::WaitMean,
-            SortKey::WaitP99 => Metric::WaitP99,
-            SortKey::WaitMax => Metric::WaitMax,
-            SortKey::Total => Metric::Acquisitions,
-            SortKey::Nowait => Metric::Nowait,
-            SortKey::Spin => Metric::Contended,
-            SortKey::Rject => Metric::Rejected,
-            SortKey::Wakeups => Metric::Wakeups,
-            SortKey::Spurious => Metric::Spurious,
-            SortKey::WakeLatency => Metric::WakeLatencyMean,
-            SortKey::Name => return None,
-        })
-    }
-
-    /// The value of this metric in `s` over a window of `elapsed_ns`.
-    fn value(self, s: &Stats, elapsed_ns: u64) -> Option<f64> {
-        Some(match self {
-            Metric::Util => s.util_pct,
-            Metric::Con => s.con_pct,
-            Metric::HoldMean => s.hold_ns.mean as f64,
-            Metric::HoldP99 => s.hold_ns.p99 as f64,
-            Metric::HoldMax => s.hold_ns.max as f64,
-            Metric::WaitMean => s.wait_ns.mean as f64,
-            Metric::WaitP99 => s.wait_ns.p99 as f64,
-            Metric::WaitMax => s.wait_ns.max as f64,
-            Metric::Acquisitions => s.acquisitions as f64,
-            Metric::AcquisitionsPerSec => return per_sec(s.acquisitions, elapsed_ns),
-            Metric::Nowait => s.nowait as f64,
-            Metric::Contended => s.contended as f64,
-            Metric::Rejected => s.rejected as f64,
-            Metric::Wakeups => s.wakeups as f64,
-            Metric::WakeupsPerCall => {
-                if s.wake_calls == 0 {
-                    return None;
-                }
-                s.wakeups as f64 / s.wake_calls as f64
-            }
-            Metric::Spurious => s.spurious_wakeups as f64,
-            Metric::WakeLatencyMean => s.wake_latency_ns.mean as f64,
-        })
-    }
-}
+const NO_CHANGE: Change = Change {
+    before: None,
+    after: None,
+    delta: None,
+    delta_pct: None,
+};
 
 impl StatsDiff {
-    /// The change of one metric.
+    /// The change of one metric (all `None` for a metric that does not diff).
     pub fn get(&self, m: Metric) -> &Change {
-        match m {
-            Metric::Util => &self.util_pct,
-            Metric::Con => &self.con_pct,
-            Metric::HoldMean => &self.hold_mean_ns,
-            Metric::HoldP99 => &self.hold_p99_ns,
-            Metric::HoldMax => &self.hold_max_ns,
-            Metric::WaitMean => &self.wait_mean_ns,
-            Metric::WaitP99 => &self.wait_p99_ns,
-            Metric::WaitMax => &self.wait_max_ns,
-            Metric::Acquisitions => &self.acquisitions,
-            Metric::AcquisitionsPerSec => &self.acquisitions_per_sec,
-            Metric::Nowait => &self.nowait,
-            Metric::Contended => &self.contended,
-            Metric::Rejected => &self.rejected,
-            Metric::Wakeups => &self.wakeups,
-            Metric::WakeupsPerCall => &self.wakeups_per_call,
-            Metric::Spurious => &self.spurious_wakeups,
-            Metric::WakeLatencyMean => &self.wake_latency_mean_ns,
-        }
+        self.changes.get(m as usize).unwrap_or(&NO_CHANGE)
     }
 
     /// Compares `before` (over `b_ns`) with `after` (over `a_ns`).
     fn new(before: Option<&Stats>, b_ns: u64, after: Option<&Stats>, a_ns: u64) -> StatsDiff {
-        let c = |m: Metric| {
-            Change::between(
-                before.and_then(|s| m.value(s, b_ns)),
-                after.and_then(|s| m.value(s, a_ns)),
-            )
-        };
-        StatsDiff {
-            util_pct: c(Metric::Util),
-            con_pct: c(Metric::Con),
-            hold_mean_ns: c(Metric::HoldMean),
-            hold_p99_ns: c(Metric::HoldP99),
-            hold_max_ns: c(Metric::HoldMax),
-            wait_mean_ns: c(Metric::WaitMean),
-            wait_p99_ns: c(Metric::WaitP99),
-            wait_max_ns: c(Metric::WaitMax),
-            acquisitions: c(Metric::Acquisitions),
-            acquisitions_per_sec: c(Metric::AcquisitionsPerSec),
-            nowait: c(Metric::Nowait),
-            contended: c(Metric::Contended),
-            rejected: c(Metric::Rejected),
-            wakeups: c(Metric::Wakeups),
-            wakeups_per_call: c(Metric::WakeupsPerCall),
-            spurious_wakeups: c(Metric::Spurious),
-            wake_latency_mean_ns: c(Metric::WakeLatencyMean),
+        let changes = Metric::ALL
+            .iter()
+            .map(|&m| match m.def().diffable {
+                true => Change::between(
+                    before.and_then(|s| m.value(s, b_ns)),
+                    after.and_then(|s| m.value(s, a_ns)),
+                ),
+                false => NO_CHANGE,
+            })
+            .collect();
+        StatsDiff { changes }
+    }
+}
+
+impl Serialize for StatsDiff {
+    fn serialize<S: serde::Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = ser.serialize_map(None)?;
+        for m in Metric::diffable() {
+            map.serialize_entry(m.def().name, self.get(m))?;
         }
+        map.end()
     }
 }
 
@@ -397,6 +216,7 @@ pub enum AdviceStatus {
 }
 
 impl AdviceStatus {
+    /// The lowercase name, as serialized.
     pub fn as_str(self) -> &'static str {
         match self {
             AdviceStatus::Resolved => "resolved",
@@ -409,7 +229,9 @@ impl AdviceStatus {
 /// An advisory and what became of it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct AdviceChange {
+    /// What became of it.
     pub status: AdviceStatus,
+    /// The advisory (the one after, unless resolved).
     pub advisory: Advisory,
 }
 
@@ -468,10 +290,6 @@ fn side_info(s: &Snapshot) -> SideInfo {
         acquisitions,
         acquisitions_per_sec: per_sec(acquisitions, s.window.elapsed_ns),
     }
-}
-
-fn per_sec(n: u64, elapsed_ns: u64) -> Option<f64> {
-    (elapsed_ns > 0).then(|| n as f64 * 1e9 / elapsed_ns as f64)
 }
 
 fn presence<T>(before: Option<T>, after: Option<T>) -> Presence {
@@ -588,16 +406,5 @@ mod tests {
         let halved = Change::between(Some(40.0), Some(20.0));
         assert_eq!((halved.delta, halved.delta_pct), (Some(-20.0), Some(-50.0)));
         assert_eq!(Change::between(None, None).delta, None);
-    }
-
-    #[test]
-    fn every_sort_key_but_name_has_a_metric() {
-        for &key in SortKey::ALL {
-            assert_eq!(
-                Metric::for_sort_key(key).is_none(),
-                key == SortKey::Name,
-                "{key}"
-            );
-        }
     }
 }

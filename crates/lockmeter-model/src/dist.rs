@@ -52,13 +52,21 @@ pub fn bucket_upper_bound(idx: usize) -> u64 {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Dist {
+    /// Samples.
     pub count: u64,
+    /// Sum of all samples, in ns.
     pub total: u64,
+    /// Smallest sample, in ns.
     pub min: u64,
+    /// `total / count`, in ns.
     pub mean: u64,
+    /// Largest sample, in ns.
     pub max: u64,
+    /// Median, from the buckets, in ns.
     pub p50: u64,
+    /// 90th percentile, from the buckets, in ns.
     pub p90: u64,
+    /// 99th percentile, from the buckets, in ns.
     pub p99: u64,
     /// `[upper_bound_ns, count]` for every non-empty bucket, ascending.
     pub buckets: Vec<(u64, u64)>,

@@ -8,20 +8,26 @@
 //! - [`Snapshot`] and its parts: the v1 JSON object (see `docs/format.md`).
 //! - [`dist`]: the log-bucket layout shared by the recorder and readers.
 //! - [`read`]: parsing dumps and recordings with clear errors.
+//! - [`format`]: human-readable durations, percentages and counts.
 //! - [`render`]: the text table, CSV and JSON renderings.
+//! - [`metric`]: the metric table every sort, diff and column reads.
 //! - [`diff`]: before/after comparison of two snapshots.
 //! - [`advice`]: advisories computed from the stats.
-//! - [`wire`]: the live endpoint's newline-delimited JSON messages.
-//! - [`discovery`]: where endpoints live and how to find them.
+//!
+//! Moving snapshots between processes and onto disk (the endpoint's
+//! messages, sockets, discovery, atomic writes) is `lockmeter-wire`'s job.
+
+#![warn(missing_docs)]
 
 pub mod advice;
+mod arith;
 pub mod diff;
-pub mod discovery;
 pub mod dist;
+pub mod format;
+pub mod metric;
 pub mod read;
 pub mod render;
 mod snapshot;
-pub mod wire;
 
 pub use dist::Dist;
 pub use read::{parse_recording, parse_snapshot, ReadError, Recording};

@@ -9,13 +9,21 @@ use crate::{Snapshot, FORMAT_NAME, FORMAT_VERSION};
 pub enum ReadError {
     /// The bytes are not JSON, or not the shape of a snapshot.
     Json {
+        /// The 1-based line of a recording; `None` for a single snapshot.
         line: Option<usize>,
+        /// What serde_json said.
         source: serde_json::Error,
     },
     /// The object's `format` field is not `"lockmeter"`.
-    WrongFormat { found: String },
+    WrongFormat {
+        /// The `format` field found instead of `lockmeter`.
+        found: String,
+    },
     /// Written by a newer lockmeter than this reader understands.
-    FutureVersion { found: u64 },
+    FutureVersion {
+        /// The `version` field found, newer than this reader.
+        found: u64,
+    },
     /// A recording with no complete snapshot in it.
     EmptyRecording,
 }
@@ -69,6 +77,7 @@ fn parse_line(text: &str, line: Option<usize>) -> Result<Snapshot, ReadError> {
 /// A recording: snapshots in file order, and what was skipped.
 #[derive(Debug, Clone, Default)]
 pub struct Recording {
+    /// The snapshots, in file order.
     pub frames: Vec<Snapshot>,
     /// Warnings for lines that were skipped (a cut last line, say).
     pub warnings: Vec<String>,

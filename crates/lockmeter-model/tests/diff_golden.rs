@@ -3,7 +3,9 @@
 
 mod common;
 
-use lockmeter_model::diff::{diff, diff_csv, diff_text, AdviceStatus, Presence};
+use lockmeter_model::diff::{diff, AdviceStatus, Presence};
+use lockmeter_model::metric::Metric;
+use lockmeter_model::render::{diff_csv, diff_text};
 use lockmeter_model::render::{SortKey, TableOptions};
 
 #[test]
@@ -39,7 +41,7 @@ fn the_semaphores_inner_lock_is_reported_gone_with_its_contention() {
     let d = diff(&common::before(), &common::after());
     let inner = d.locks.iter().find(|l| l.id == "pipe.sem.lock").unwrap();
     assert_eq!(inner.presence, Presence::Removed);
-    let con = inner.total.con_pct;
+    let con = *inner.total.get(Metric::Con);
     assert!(con.before.unwrap() > 30.0 && con.after.is_none(), "{con:?}");
     let new = d.locks.iter().find(|l| l.id == "pipe.lock").unwrap();
     assert_eq!(new.presence, Presence::Added);
@@ -54,7 +56,7 @@ fn the_semaphores_inner_lock_is_reported_gone_with_its_contention() {
 fn the_big_locks_utilisation_drop_is_measured() {
     let d = diff(&common::before(), &common::after());
     let bkl = d.locks.iter().find(|l| l.id == "bkl").unwrap();
-    let util = bkl.total.util_pct;
+    let util = *bkl.total.get(Metric::Util);
     assert_eq!(bkl.presence, Presence::Both);
     assert!(
         util.before.unwrap() > 90.0 && util.after.unwrap() < 40.0,
@@ -69,11 +71,14 @@ fn the_locked_wait_queue_takes_one_acquisition_per_event_instead_of_two() {
     let wait = d.locks.iter().find(|l| l.id == "ep.wait").unwrap();
     let lock = d.locks.iter().find(|l| l.id == "ep.wait.lock").unwrap();
     let per_event = |acq: Option<f64>, events: Option<f64>| acq.unwrap() / events.unwrap();
-    let (b, a) = (lock.total.acquisitions, wait.total.wakeups);
+    let (b, a) = (
+        *lock.total.get(Metric::Acquisitions),
+        *wait.total.get(Metric::Wakeups),
+    );
     assert_eq!(per_event(b.before, a.before), 2.0);
     assert_eq!(per_event(b.after, a.after), 1.0);
     // Windows differ (2.0 s vs 1.9 s): the rate is compared too.
-    let rate = lock.total.acquisitions_per_sec;
+    let rate = *lock.total.get(Metric::AcquisitionsPerSec);
     assert_eq!(rate.before, Some(20_000.0));
     assert_eq!(rate.after, Some(10_000.0));
     assert_eq!(rate.delta_pct, Some(-50.0));
@@ -98,7 +103,7 @@ fn advisories_of_the_problems_are_resolved_by_the_fixes() {
 fn diff_is_sorted_by_the_larger_side_and_filters_like_the_table() {
     let d = diff(&common::before(), &common::after());
     let opts = TableOptions {
-        sort: SortKey::Con,
+        sort: SortKey::By(Metric::Con),
         filter: Some("pipe".into()),
         ..TableOptions::default()
     };

@@ -1,30 +1,16 @@
-//! Property tests for everything that reads untrusted bytes: snapshot and
-//! recording parsers and the wire decoders never panic — on arbitrary
+//! Property tests for the snapshot and recording parsers: they never panic — on arbitrary
 //! input, on mutations of a real snapshot, on huge numbers and deep
 //! nesting — and a recording cut at any byte of its last line still loads
 //! every complete frame.
 
-use std::io::Cursor;
-
 use lockmeter_model::render::{csv_table, text_table, TableOptions};
-use lockmeter_model::wire::{self, decode_request, decode_response, LineReader, Request};
 use lockmeter_model::{parse_recording, parse_snapshot, ReadError, Snapshot};
 use proptest::prelude::*;
 
-const FIXTURE: &str = include_str!("fixtures/v1-demo.json");
+mod mutate;
+use mutate::{apply, config, edit};
 
-/// Cases per property: modest by default (each mutated fixture is 100 KB
-/// parsed in a debug build); `PROPTEST_CASES` raises it.
-fn config(default: u32) -> ProptestConfig {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(default);
-    ProptestConfig {
-        cases,
-        ..ProptestConfig::default()
-    }
-}
+const FIXTURE: &str = include_str!("fixtures/v1-demo.json");
 
 /// The fixture cut down to its first `locks` locks, as one compact line.
 fn small_snapshot(locks: usize) -> String {
@@ -42,76 +28,6 @@ fn render_if_ok(parsed: Result<Snapshot, ReadError>) {
     }
 }
 
-/// One edit of a byte string.
-#[derive(Debug, Clone)]
-enum Edit {
-    Flip(usize, u8),
-    Set(usize, u8),
-    Insert(usize, Vec<u8>),
-    Delete(usize, usize),
-    Truncate(usize),
-    Duplicate(usize, usize),
-}
-
-fn edit() -> impl Strategy<Value = Edit> {
-    let token = prop_oneof![
-        Just(b"{".to_vec()),
-        Just(b"}".to_vec()),
-        Just(b"[".to_vec()),
-        Just(b"\"".to_vec()),
-        Just(b",".to_vec()),
-        Just(b"null".to_vec()),
-        Just(b"-1".to_vec()),
-        Just(b"1e400".to_vec()),
-        Just(b"99999999999999999999999".to_vec()),
-        Just(b"\\u0000".to_vec()),
-        Just("\u{1F600}".as_bytes().to_vec()),
-        proptest::collection::vec(any::<u8>(), 1..8),
-    ];
-    prop_oneof![
-        (any::<usize>(), any::<u8>()).prop_map(|(p, b)| Edit::Flip(p, b)),
-        (any::<usize>(), any::<u8>()).prop_map(|(p, b)| Edit::Set(p, b)),
-        (any::<usize>(), token).prop_map(|(p, t)| Edit::Insert(p, t)),
-        (any::<usize>(), 1usize..64).prop_map(|(p, n)| Edit::Delete(p, n)),
-        any::<usize>().prop_map(Edit::Truncate),
-        (any::<usize>(), 1usize..256).prop_map(|(p, n)| Edit::Duplicate(p, n)),
-    ]
-}
-
-fn apply(bytes: &mut Vec<u8>, e: &Edit) {
-    let at = |p: usize, len: usize| if len == 0 { 0 } else { p % (len + 1) };
-    match e {
-        Edit::Flip(p, b) if !bytes.is_empty() => {
-            let i = p % bytes.len();
-            bytes[i] ^= b | 1;
-        }
-        Edit::Set(p, b) if !bytes.is_empty() => {
-            let i = p % bytes.len();
-            bytes[i] = *b;
-        }
-        Edit::Insert(p, t) => {
-            let i = at(*p, bytes.len());
-            bytes.splice(i..i, t.iter().copied());
-        }
-        Edit::Delete(p, n) => {
-            let i = at(*p, bytes.len());
-            let j = (i + n).min(bytes.len());
-            bytes.drain(i..j);
-        }
-        Edit::Truncate(p) => {
-            let i = at(*p, bytes.len());
-            bytes.truncate(i);
-        }
-        Edit::Duplicate(p, n) => {
-            let i = at(*p, bytes.len());
-            let j = (i + n).min(bytes.len());
-            let copy = bytes[i..j].to_vec();
-            bytes.splice(j..j, copy);
-        }
-        _ => {}
-    }
-}
-
 proptest! {
     #![proptest_config(config(256))]
 
@@ -120,16 +36,12 @@ proptest! {
         let text = String::from_utf8_lossy(&bytes);
         render_if_ok(parse_snapshot(&text));
         let _ = parse_recording(&text);
-        let _ = decode_request(&text);
-        let _ = decode_response(&text);
     }
 
     #[test]
     fn arbitrary_strings_never_panic(text in "\\PC{0,256}") {
         render_if_ok(parse_snapshot(&text));
         let _ = parse_recording(&text);
-        let _ = decode_request(&text);
-        let _ = decode_response(&text);
     }
 
     #[test]
@@ -138,24 +50,6 @@ proptest! {
     ) {
         render_if_ok(parse_snapshot(&text));
         let _ = parse_recording(&text);
-        let _ = decode_request(&text);
-        let _ = decode_response(&text);
-    }
-
-    #[test]
-    fn line_reader_never_panics(
-        bytes in proptest::collection::vec(any::<u8>(), 0..2048),
-        limit in 0usize..128,
-    ) {
-        let mut reader = LineReader::new(limit);
-        let mut src = Cursor::new(bytes.clone());
-        // Each call consumes input or ends: bound the loop anyway.
-        for _ in 0..=bytes.len() + 1 {
-            match reader.read_line(&mut src) {
-                Ok(Some(line)) => prop_assert!(line.len() <= limit),
-                Ok(None) | Err(_) => break,
-            }
-        }
     }
 }
 
@@ -170,10 +64,9 @@ proptest! {
         }
         let text = String::from_utf8_lossy(&bytes);
         render_if_ok(parse_snapshot(&text));
-        // The same bytes as a recording line and as a wire response.
+        // The same bytes as a recording line.
         let line = text.replace('\n', " ");
         let _ = parse_recording(&format!("{line}\n{line}"));
-        let _ = decode_response(&format!("{{\"type\":\"snapshot\",\"snapshot\":{line}}}"));
     }
 
     #[test]
@@ -191,33 +84,6 @@ proptest! {
                 render_if_ok(Ok(f));
             }
         }
-    }
-
-    #[test]
-    fn mutated_wire_messages_never_panic(
-        which in 0usize..6,
-        edits in proptest::collection::vec(edit(), 1..6),
-    ) {
-        let snap = parse_snapshot(&small_snapshot(2)).expect("loads");
-        let valid = match which {
-            0 => wire::encode(&Request::Snapshot),
-            1 => wire::encode(&Request::Subscribe { interval_ms: 100 }),
-            2 => wire::encode(&Request::Reset),
-            3 => wire::encode(&Request::Stats),
-            4 => wire::encode(&wire::Response::Snapshot { snapshot: snap.clone() }),
-            _ => wire::encode(&wire::Response::Update {
-                seq: 1,
-                interval: snap.clone(),
-                cumulative: snap,
-            }),
-        };
-        let mut bytes = valid.into_bytes();
-        for e in &edits {
-            apply(&mut bytes, e);
-        }
-        let text = String::from_utf8_lossy(&bytes);
-        let _ = decode_request(&text);
-        let _ = decode_response(&text);
     }
 }
 
@@ -287,8 +153,6 @@ fn deep_nesting_is_an_error_not_a_stack_overflow() {
         for text in [&arrays, &objects, &open_only] {
             assert!(parse_snapshot(text).is_err());
             assert!(parse_recording(text).is_err());
-            assert!(decode_request(text).is_err());
-            assert!(decode_response(text).is_err());
         }
         // Nesting inside an otherwise valid snapshot.
         let inside = FIXTURE.replacen(
@@ -335,16 +199,4 @@ fn a_recording_cut_at_any_byte_of_its_last_line_keeps_every_complete_frame() {
         "[readers] cut a {}-byte last line at {cuts} offsets",
         line.len()
     );
-}
-
-#[test]
-fn over_long_wire_lines_are_refused() {
-    let long = format!(
-        "{{\"type\":\"snapshot\"{}}}",
-        " ".repeat(wire::MAX_REQUEST_LINE)
-    );
-    assert!(matches!(
-        decode_request(&long),
-        Err(wire::WireError::LineTooLong { .. })
-    ));
 }

@@ -4,6 +4,7 @@
 
 mod common;
 
+use lockmeter_model::metric::Metric;
 use lockmeter_model::render::{csv_table, json, text_table, SortKey, TableOptions};
 use lockmeter_model::{parse_snapshot, Snapshot};
 
@@ -45,7 +46,7 @@ fn text_table_filtered_to_the_pipe_and_its_inner_locks() {
 #[test]
 fn text_table_top_two_by_contention() {
     let opts = TableOptions {
-        sort: SortKey::Con,
+        sort: SortKey::By(Metric::Con),
         top: Some(2),
         ..TableOptions::default()
     };

@@ -4,8 +4,10 @@
 //! rectangular and round-trips the names; every lock is listed once.
 
 use lockmeter_model::advice::{advise, Thresholds};
-use lockmeter_model::diff::{diff, diff_csv, diff_text};
+use lockmeter_model::diff::diff;
+use lockmeter_model::metric::Metric;
 use lockmeter_model::render::{csv_table, json, sorted_locks, text_table, SortKey, TableOptions};
+use lockmeter_model::render::{diff_csv, diff_text};
 use lockmeter_model::{
     Dist, Holder, LockKind, LockStats, ProcessInfo, SiteStats, Snapshot, Stats, Window,
 };
@@ -198,7 +200,7 @@ fn snapshot() -> impl Strategy<Value = Snapshot> {
 
 fn options() -> impl Strategy<Value = TableOptions> {
     (
-        prop::sample::select(SortKey::ALL),
+        prop::sample::select(SortKey::all()),
         any::<bool>(),
         prop::option::of(0usize..4),
         any::<bool>(),
@@ -280,7 +282,7 @@ proptest! {
     }
 
     #[test]
-    fn every_lock_is_listed_exactly_once_whatever_the_parents(snap in snapshot(), sort in prop::sample::select(SortKey::ALL)) {
+    fn every_lock_is_listed_exactly_once_whatever_the_parents(snap in snapshot(), sort in prop::sample::select(SortKey::all())) {
         let opts = TableOptions { sort, ..TableOptions::default() };
         let listed = sorted_locks(&snap, &opts);
         prop_assert_eq!(listed.len(), snap.locks.len());
@@ -306,7 +308,7 @@ proptest! {
         let d = diff(&snap, &snap);
         prop_assert!(d.locks.iter().all(|l| l.presence == lockmeter_model::diff::Presence::Both));
         for l in &d.locks {
-            let c = l.total.acquisitions;
+            let c = *l.total.get(Metric::Acquisitions);
             prop_assert_eq!(c.delta, Some(0.0));
         }
     }

@@ -17,17 +17,6 @@
 //! therefore finds it queued: no wake-up is lost. `state` holds the raw
 //! mutex's address while anyone waits, 0 otherwise; it lets a notify with
 //! nobody waiting return after one load, and catches a second mutex.
-//!
-//! # Differences from `parking_lot::Condvar`
-//! - `wait*` take the guard of any [`MeteredMutex`](crate::MeteredMutex)
-//!   (a [`FairMutex`](crate::FairMutex)'s too), not only a `Mutex`'s.
-//! - `notify_all` wakes every waiter; parking_lot wakes one and requeues
-//!   the rest onto the mutex. The woken waiters then contend for the mutex,
-//!   which its rows show.
-//! - `notify_one` returns whether it woke a thread; parking_lot also
-//!   returns `true` for a thread it requeued.
-//! - The waiter's wake-up is a per-wait allocation (its parker), where
-//!   parking_lot uses a thread-local parker.
 
 use std::fmt;
 use std::panic::Location;
@@ -36,14 +25,12 @@ use std::time::{Duration, Instant};
 use lock_api::RawMutex;
 use lockmeter_model::LockKind;
 
-use crate::class::{Class, Mode, Role};
-use crate::meter::{Meta, Probe};
+use crate::class::{Class, Role};
+use crate::meter::{Meta, WaitStats, WakeCall};
 use crate::mutex::MeteredMutexGuard;
 use crate::primitive::{loom_const_fn, AtomicUsize, Ordering};
 use crate::spinlock::SpinLock;
-use crate::waitqueue::{
-    record_wake, wake_locked, PendingWakes, WaitList, WaitStats, Waiter, WakeOrder, Woken, ALL_KEYS,
-};
+use crate::waitqueue::{sleep, wake_locked, PendingWakes, WaitList, Waiter, WakeOrder, ALL_KEYS};
 
 /// The message parking_lot panics with when a condvar meets a second mutex.
 const TWO_MUTEXES: &str = "attempted to use a condition variable with more than one mutex";
@@ -60,7 +47,21 @@ impl WaitTimeoutResult {
     }
 }
 
-/// The drop-in replacement for `parking_lot::Condvar`.
+/// The drop-in replacement for `parking_lot::Condvar`, metered as a wait
+/// queue of kind `condvar` (docs/format.md says what its rows count).
+///
+/// # Differences from parking_lot
+/// - `wait*` take the guard of any `MeteredMutex` (a `FairMutex`'s too),
+///   not only a `Mutex`'s.
+/// - `notify_all` wakes every waiter, which then contend for the mutex (its
+///   rows show it); parking_lot wakes one and requeues the rest onto the
+///   mutex.
+/// - `notify_one` returns whether it woke a thread; parking_lot also
+///   returns `true` for a thread it requeued.
+/// - Each wait allocates its waiter (with its own parker); parking_lot uses
+///   a thread-local parker.
+/// - Built on this crate's wait list and parker, not `parking_lot_core`, so
+///   the loom models cover it.
 ///
 /// # Examples
 ///
@@ -112,7 +113,7 @@ impl Condvar {
             Condvar {
                 state: AtomicUsize::new(0),
                 queue: SpinLock::with_class(class.inner(Role::InnerLock), WaitList::new(WakeOrder::Fifo)),
-                meta: Meta::new(class),
+                meta: Meta::new(class, LockKind::Condvar),
             }
         }
     }
@@ -143,24 +144,14 @@ impl Condvar {
     /// A notify that found nobody waiting still counts, observed.
     #[inline]
     fn record_empty_notify(&self, site: &'static Location<'static>) {
-        if let Some(p) = Probe::start(&self.meta, LockKind::Condvar, site, Mode::Exclusive) {
-            record_wake(p.entry(), 0, Woken::default());
-        }
+        WakeCall::start(&self.meta, site).finish(0, 0, 0);
     }
 
     #[cold]
     fn notify_slow(&self, nr: usize, site: &'static Location<'static>) -> usize {
         let mut pending = PendingWakes::default();
         let mut list = self.queue.lock();
-        let woken = wake_locked(
-            &self.meta,
-            LockKind::Condvar,
-            &mut list,
-            ALL_KEYS,
-            nr,
-            site,
-            &mut pending,
-        );
+        let woken = wake_locked(&self.meta, &mut list, ALL_KEYS, nr, site, &mut pending);
         if list.len() == 0 {
             self.state.store(0, Ordering::Relaxed);
         }
@@ -242,18 +233,13 @@ impl Condvar {
         self.wait_while_until_internal(mutex_guard, condition, deadline, Location::caller())
     }
 
-    fn probe(&self, site: &'static Location<'static>) -> Option<Probe> {
-        Probe::start(&self.meta, LockKind::Condvar, site, Mode::Exclusive)
-    }
-
     fn wait_until_internal<R: RawMutex, T: ?Sized>(
         &self,
         guard: &mut MeteredMutexGuard<'_, R, T>,
         deadline: Option<Instant>,
         site: &'static Location<'static>,
     ) -> WaitTimeoutResult {
-        let probe = self.probe(site);
-        let mut stats = WaitStats::new(probe.as_ref().map(Probe::entry));
+        let mut stats = WaitStats::start(&self.meta, site);
         let woken = self.sleep_once(guard, deadline, site, &mut stats);
         stats.finish(woken);
         WaitTimeoutResult(!woken)
@@ -266,8 +252,7 @@ impl Condvar {
         deadline: Option<Instant>,
         site: &'static Location<'static>,
     ) -> WaitTimeoutResult {
-        let probe = self.probe(site);
-        let mut stats = WaitStats::new(probe.as_ref().map(Probe::entry));
+        let mut stats = WaitStats::start(&self.meta, site);
         let mut first = true;
         while condition(&mut **guard) {
             if !first {
@@ -291,7 +276,7 @@ impl Condvar {
         guard: &mut MeteredMutexGuard<'_, R, T>,
         deadline: Option<Instant>,
         site: &'static Location<'static>,
-        stats: &mut WaitStats<'_>,
+        stats: &mut WaitStats,
     ) -> bool {
         let mutex = guard.lock_addr();
         let waiter = Waiter::new(true, ALL_KEYS);
@@ -310,10 +295,10 @@ impl Condvar {
             stats.queued(list.add(&waiter));
         }
         guard.end_hold_unlock();
-        let signaled = stats.sleep(&waiter, deadline);
+        let signaled = sleep(stats, &waiter, deadline);
         let woken = signaled || self.leave(&waiter);
         if woken {
-            stats.woken(&waiter);
+            stats.woken(waiter.woken_at.load(std::sync::atomic::Ordering::Relaxed));
         }
         guard.relock(site);
         woken

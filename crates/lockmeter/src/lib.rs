@@ -10,8 +10,8 @@
 //! | item | what it is |
 //! |---|---|
 //! | [`SpinLock`] | test-and-test-and-set spinlock with bounded backoff |
-//! | [`Mutex`], [`RwLock`] | drop-ins for `parking_lot`'s, over any `lock_api` raw lock via [`MeteredMutex`], [`MeteredRwLock`] |
-//! | [`sync`] | drop-ins for `std::sync`'s `Mutex`, `RwLock` (poisoning and all) |
+//! | [`Mutex`], [`FairMutex`], [`ReentrantMutex`], [`RwLock`], [`Condvar`] | parking_lot 0.12's API, metered; over any `lock_api` raw lock via [`MeteredMutex`], [`MeteredReentrantMutex`], [`MeteredRwLock`] |
+//! | [`sync`] | drop-ins for `std::sync`'s `Mutex`, `RwLock`, `Condvar` (poisoning and all) |
 //! | [`Semaphore`] | counting semaphore built from a [`SpinLock`] and a [`WaitQueue`] |
 //! | [`WaitQueue`] | Linux-style wait queue: exclusive, keyed, FIFO/LIFO, `*_locked` operations |
 //! | [`Layer`], [`Handle`] | the `tracing` layer that records, and what reads it |
@@ -36,6 +36,75 @@
 //! });
 //! let table = lockmeter_model::render::text_table(&handle.snapshot(), &Default::default());
 //! assert!(table.contains("quickstart"));
+//! ```
+//!
+//! # Guards stay on their thread
+//!
+//! A guard's hold is recorded into the per-thread counters of the thread
+//! that acquired, which only that thread writes, so no guard is `Send`
+//! (each carries the meter's `GuardNoSend` marker). Sharing one is fine
+//! when the data is `Sync`:
+//!
+//! ```
+//! fn shareable<T: Sync>(_: &T) {}
+//! let m = lockmeter::Mutex::new(0u32);
+//! shareable(&m.lock());
+//! ```
+//!
+//! Sending one does not compile, whatever the primitive:
+//!
+//! ```compile_fail
+//! fn sendable<T: Send>(_: T) {}
+//! let lock = lockmeter::SpinLock::new(0u32);
+//! sendable(lock.lock());
+//! ```
+//!
+//! ```compile_fail
+//! fn sendable<T: Send>(_: T) {}
+//! let lock = lockmeter::Mutex::new(0u32);
+//! sendable(lock.lock());
+//! ```
+//!
+//! ```compile_fail
+//! fn sendable<T: Send>(_: T) {}
+//! let lock = lockmeter::RwLock::new(0u32);
+//! sendable(lock.read());
+//! ```
+//!
+//! ```compile_fail
+//! fn sendable<T: Send>(_: T) {}
+//! let lock = lockmeter::RwLock::new(0u32);
+//! sendable(lock.write());
+//! ```
+//!
+//! ```compile_fail
+//! fn sendable<T: Send>(_: T) {}
+//! let lock = lockmeter::RwLock::new(0u32);
+//! sendable(lock.upgradable_read());
+//! ```
+//!
+//! ```compile_fail
+//! fn sendable<T: Send>(_: T) {}
+//! let lock = lockmeter::Mutex::new((0u32, 1u32));
+//! sendable(lockmeter::MutexGuard::map(lock.lock(), |p| &mut p.0));
+//! ```
+//!
+//! ```compile_fail
+//! fn sendable<T: Send>(_: T) {}
+//! let lock = lockmeter::ReentrantMutex::new(0u32);
+//! sendable(lock.lock());
+//! ```
+//!
+//! ```compile_fail
+//! fn sendable<T: Send>(_: T) {}
+//! let sem = lockmeter::Semaphore::new(1);
+//! sendable(sem.acquire());
+//! ```
+//!
+//! ```compile_fail
+//! fn sendable<T: Send>(_: T) {}
+//! let queue = lockmeter::WaitQueue::with_data(0u32);
+//! sendable(queue.lock());
 //! ```
 
 mod backoff;

@@ -20,15 +20,6 @@
 //! - `leak` and `make_guard_unchecked`/`force_unlock`: a hold nobody ends
 //!   or nobody started is not timed; a leaked guard's acquisition still
 //!   counts.
-//!
-//! # Differences from `parking_lot::Mutex`
-//! - Guards are never `Send` (parking_lot's default; its `send_guard`
-//!   feature is not offered): the hold is recorded by the acquiring thread.
-//! - `raw()` gives the raw lock of this crate's `lock_api` 0.5 (parking_lot
-//!   0.13), and anything done through it is not metered.
-//! - Spin rounds and sleeps inside a foreign raw lock are invisible, so a
-//!   `Mutex` row reports `spins` and `sleeps` as 0; wait times are exact.
-//! - No `arc_lock`, `serde` or `owning_ref` integrations.
 
 use std::cell::UnsafeCell;
 use std::fmt;
@@ -50,7 +41,7 @@ use crate::recorder;
 ///
 /// `repr(C)` keeps the lock word first, followed by the per-instance fields
 /// written on every acquisition: on one cache line with it, so a hand-off
-/// moves as few lines as it can (see [`Meta`]'s layout).
+/// moves as few lines as it can (see `Meta`'s layout).
 #[repr(C)]
 pub struct MeteredMutex<R: RawMutex, T: ?Sized> {
     raw: R,
@@ -59,6 +50,21 @@ pub struct MeteredMutex<R: RawMutex, T: ?Sized> {
 }
 
 /// The drop-in replacement for `parking_lot::Mutex`.
+///
+/// # Differences from parking_lot
+/// - Guards are never `Send` (parking_lot's default; its `send_guard`
+///   feature is not offered): a hold is recorded by the acquiring thread.
+/// - `raw()` is the raw lock of this crate's `lock_api` 0.5 (parking_lot
+///   0.13), and anything done through it is not metered.
+/// - Observed, `MutexGuard::bump` always unlocks fairly and locks again (so
+///   the hand-off is counted); parking_lot's does nothing when nobody waits.
+/// - A leaked guard's hold (`MutexGuard::leak`) is not timed;
+///   `make_guard_unchecked` and `force_unlock` need `R::Guard: Default`
+///   (true of every parking_lot raw lock).
+/// - No `arc_lock`, `serde` or `owning_ref` integrations.
+///
+/// How each path is counted: docs/format.md, "How each acquisition path
+/// counts".
 ///
 /// # Examples
 ///
@@ -79,7 +85,8 @@ pub type MutexGuard<'a, T> = MeteredMutexGuard<'a, parking_lot::RawMutex, T>;
 pub type MappedMutexGuard<'a, T> = MeteredMappedMutexGuard<'a, parking_lot::RawMutex, T>;
 
 /// The drop-in replacement for `parking_lot::FairMutex`: a mutex whose
-/// every unlock is fair (the lock is handed to the next waiter).
+/// every unlock is fair (the lock is handed to the next waiter). Its rows
+/// are of kind `mutex`; it differs from parking_lot's as [`Mutex`] does.
 ///
 /// # Examples
 ///
@@ -142,7 +149,7 @@ impl<R: RawMutex, T> MeteredMutex<R, T> {
     pub const fn from_raw(raw: R, value: T) -> Self {
         MeteredMutex {
             raw,
-            meta: Meta::new(Class::new(None, Location::caller())),
+            meta: Meta::new(Class::new(None, Location::caller()), LockKind::Mutex),
             data: UnsafeCell::new(value),
         }
     }
@@ -150,7 +157,7 @@ impl<R: RawMutex, T> MeteredMutex<R, T> {
     pub(crate) const fn from_class(class: Class, value: T) -> Self {
         MeteredMutex {
             raw: R::INIT,
-            meta: Meta::new(class),
+            meta: Meta::new(class, LockKind::Mutex),
             data: UnsafeCell::new(value),
         }
     }
@@ -175,7 +182,6 @@ impl<R: RawMutex, T: ?Sized> MeteredMutex<R, T> {
     pub(crate) fn lock_at(&self, site: &'static Location<'static>) -> (R::Guard, Hold) {
         meter::acquire(
             &self.meta,
-            LockKind::Mutex,
             site,
             Mode::Exclusive,
             || self.raw.lock(),
@@ -188,13 +194,9 @@ impl<R: RawMutex, T: ?Sized> MeteredMutex<R, T> {
     #[track_caller]
     #[inline]
     pub fn try_lock(&self) -> Option<MeteredMutexGuard<'_, R, T>> {
-        meter::try_acquire(
-            &self.meta,
-            LockKind::Mutex,
-            Location::caller(),
-            Mode::Exclusive,
-            || self.raw.try_lock(),
-        )
+        meter::try_acquire(&self.meta, Location::caller(), Mode::Exclusive, || {
+            self.raw.try_lock()
+        })
         .map(|(raw, hold)| self.guard(raw, hold))
     }
 
@@ -278,7 +280,6 @@ impl<R: RawMutexTimed, T: ?Sized> MeteredMutex<R, T> {
     pub fn try_lock_for(&self, timeout: R::Duration) -> Option<MeteredMutexGuard<'_, R, T>> {
         meter::acquire_timed(
             &self.meta,
-            LockKind::Mutex,
             Location::caller(),
             Mode::Exclusive,
             || self.raw.try_lock(),
@@ -292,7 +293,6 @@ impl<R: RawMutexTimed, T: ?Sized> MeteredMutex<R, T> {
     pub fn try_lock_until(&self, deadline: R::Instant) -> Option<MeteredMutexGuard<'_, R, T>> {
         meter::acquire_timed(
             &self.meta,
-            LockKind::Mutex,
             Location::caller(),
             Mode::Exclusive,
             || self.raw.try_lock(),

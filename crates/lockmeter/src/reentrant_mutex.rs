@@ -11,11 +11,6 @@
 //! guard's hold is its own (recursive holds lie inside the outer one).
 //! `unlocked(_fair)` and `bump` release this guard's level only when it is
 //! the outermost one (as lock_api), and count the reacquisition.
-//!
-//! # Differences from `parking_lot::ReentrantMutex`
-//! - Guards are not `Send`, as in parking_lot.
-//! - `raw()` is the inner raw mutex of this crate's lock_api 0.5.
-//! - No `arc_lock`, `serde` or `owning_ref` integrations.
 
 use std::cell::{Cell, UnsafeCell};
 use std::fmt;
@@ -78,7 +73,6 @@ impl<R: RawMutex, G: GetThreadId> Core<R, G> {
         let again = self.owned_by_me();
         let ((), hold) = meter::acquire(
             &self.meta,
-            LockKind::Mutex,
             site,
             Mode::Exclusive,
             || self.enter(again, || Some(self.raw.lock())).expect("lock"),
@@ -127,6 +121,13 @@ struct Core<R: RawMutex, G> {
 }
 
 /// The drop-in replacement for `parking_lot::ReentrantMutex`.
+///
+/// # Differences from parking_lot
+/// - Guards are not `Send`, as in parking_lot.
+/// - `raw()` is the inner raw mutex of this crate's `lock_api` 0.5; it
+///   bypasses the meter.
+/// - Every level is an acquisition of its own (a recursive one NOWAIT).
+/// - No `arc_lock`, `serde` or `owning_ref` integrations.
 ///
 /// # Examples
 ///
@@ -210,7 +211,7 @@ impl<R: RawMutex, G: GetThreadId, T> MeteredReentrantMutex<R, G, T> {
         MeteredReentrantMutex {
             core: Core {
                 raw,
-                meta: Meta::new(class),
+                meta: Meta::new(class, LockKind::Mutex),
                 owner: AtomicUsize::new(0),
                 lock_count: Cell::new(0),
                 raw_guard: UnsafeCell::new(MaybeUninit::uninit()),
@@ -240,13 +241,9 @@ impl<R: RawMutex, G: GetThreadId, T: ?Sized> MeteredReentrantMutex<R, G, T> {
     #[track_caller]
     pub fn try_lock(&self) -> Option<MeteredReentrantMutexGuard<'_, R, G, T>> {
         let again = self.core.owned_by_me();
-        meter::try_acquire(
-            &self.core.meta,
-            LockKind::Mutex,
-            Location::caller(),
-            Mode::Exclusive,
-            || self.core.enter(again, || self.core.raw.try_lock()),
-        )
+        meter::try_acquire(&self.core.meta, Location::caller(), Mode::Exclusive, || {
+            self.core.enter(again, || self.core.raw.try_lock())
+        })
         .map(|((), hold)| MeteredReentrantMutexGuard::new(self, hold))
     }
 
@@ -318,7 +315,6 @@ impl<R: RawMutexTimed, G: GetThreadId, T: ?Sized> MeteredReentrantMutex<R, G, T>
         let again = self.core.owned_by_me();
         meter::acquire_timed(
             &self.core.meta,
-            LockKind::Mutex,
             Location::caller(),
             Mode::Exclusive,
             || self.core.enter(again, || self.core.raw.try_lock()),
@@ -343,7 +339,6 @@ impl<R: RawMutexTimed, G: GetThreadId, T: ?Sized> MeteredReentrantMutex<R, G, T>
         let again = self.core.owned_by_me();
         meter::acquire_timed(
             &self.core.meta,
-            LockKind::Mutex,
             Location::caller(),
             Mode::Exclusive,
             || self.core.enter(again, || self.core.raw.try_lock()),

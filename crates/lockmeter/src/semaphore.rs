@@ -76,7 +76,7 @@ impl Semaphore {
         const fn with_class(class: Class, permits: usize) -> Semaphore {
             Semaphore {
                 queue: WaitQueue::with_class(class.inner(Role::InnerWait), WakeOrder::Fifo, permits),
-                meta: Meta::new(class),
+                meta: Meta::new(class, LockKind::Semaphore),
             }
         }
     }
@@ -90,7 +90,7 @@ impl Semaphore {
         // `Result`, it went through memory and an unobserved down+up went
         // from 0.96 to 2.1 times the bare semaphore (lockmeter-bench).
         let site = Location::caller();
-        let probe = Probe::start(&self.meta, LockKind::Semaphore, site, Mode::Exclusive);
+        let probe = Probe::start(&self.meta, site, Mode::Exclusive);
         let mut inner = self.lock_to_take();
         if take_permit(&mut inner.data) {
             drop(inner);
@@ -107,7 +107,7 @@ impl Semaphore {
     #[inline]
     pub fn try_down(&self) -> bool {
         let site = Location::caller();
-        let probe = Probe::start(&self.meta, LockKind::Semaphore, site, Mode::Exclusive);
+        let probe = Probe::start(&self.meta, site, Mode::Exclusive);
         let taken = take_permit(&mut self.lock_to_take().data);
         match (probe, taken) {
             (Some(p), true) => p.acquired_nowait_untimed(&self.meta, site),
@@ -121,7 +121,7 @@ impl Semaphore {
     #[track_caller]
     pub fn down_timeout(&self, timeout: Duration) -> bool {
         let site = Location::caller();
-        let probe = Probe::start(&self.meta, LockKind::Semaphore, site, Mode::Exclusive);
+        let probe = Probe::start(&self.meta, site, Mode::Exclusive);
         let mut inner = self.lock_to_take();
         if take_permit(&mut inner.data) {
             drop(inner);
@@ -160,7 +160,7 @@ impl Semaphore {
     #[inline]
     pub fn acquire(&self) -> SemaphorePermit<'_> {
         let site = Location::caller();
-        let probe = Probe::start(&self.meta, LockKind::Semaphore, site, Mode::Exclusive);
+        let probe = Probe::start(&self.meta, site, Mode::Exclusive);
         let mut inner = self.lock_to_take();
         let hold = if take_permit(&mut inner.data) {
             drop(inner);
@@ -224,7 +224,7 @@ fn take_permit(count: &mut usize) -> bool {
 impl fmt::Debug for Semaphore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Semaphore")
-            .field("class", &self.meta.class.id())
+            .field("class", &self.meta.class().id())
             .field("available", &self.available())
             .finish()
     }

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use export_common::{acquisitions, scratch_dir, FakeSource};
 use lockmeter::export::{self, ExportConfig, ListenAddr};
-use lockmeter_model::wire::{self, Connection, EndpointAddr, Request, Response};
+use lockmeter_wire::{self as wire, Client, EndpointAddr, Request, Response};
 
 const TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -32,7 +32,8 @@ fn a_unix_client_gets_hello_snapshot_reset_and_stats() {
         0o600
     );
 
-    let (mut c, hello) = Connection::connect(&addr, TIMEOUT).unwrap();
+    let mut c = Client::connect(&addr, TIMEOUT).unwrap();
+    let hello = c.hello().clone();
     assert_eq!((hello.format.as_str(), hello.version), ("lockmeter", 1));
     assert_eq!(hello.pid, std::process::id());
     assert_eq!(hello.name, "fake");
@@ -69,7 +70,7 @@ fn a_loopback_tcp_client_gets_exact_counts() {
         panic!("not tcp: {addr}")
     };
     assert!(sock.ip().is_loopback() && sock.port() != 0);
-    let (mut c, _) = Connection::connect(&addr, TIMEOUT).unwrap();
+    let mut c = Client::connect(&addr, TIMEOUT).unwrap();
     assert_eq!(acquisitions(&c.snapshot().unwrap()), 77);
     src.acquire(23);
     assert_eq!(acquisitions(&c.snapshot().unwrap()), 100);
@@ -83,7 +84,7 @@ fn subscription_windows_add_up_to_the_cumulative_counts() {
         src.clone(),
         ExportConfig::default().listen(listen).quiet(true),
     );
-    let (mut c, _) = Connection::connect(&exp.endpoint_addr().unwrap(), TIMEOUT).unwrap();
+    let mut c = Client::connect(&exp.endpoint_addr().unwrap(), TIMEOUT).unwrap();
     c.subscribe(Duration::from_millis(1)).unwrap(); // clamped up to the minimum
 
     let mut windows = 0;

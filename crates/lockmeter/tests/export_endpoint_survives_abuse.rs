@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use export_common::{acquisitions, scratch_dir, wait_until, FakeSource};
 use lockmeter::export::{self, ExportConfig, Exporter, ListenAddr};
-use lockmeter_model::wire::{self, Connection, EndpointAddr, Response};
+use lockmeter_wire::{self as wire, Client, EndpointAddr, Response};
 
 const TIMEOUT: Duration = Duration::from_secs(10);
 const PATIENCE: Duration = Duration::from_secs(30);
@@ -63,7 +63,7 @@ fn assert_error_then_close(lines: &[String], what: &str) {
 
 /// A well-behaved client still gets exact counts.
 fn assert_still_exact(addr: &EndpointAddr, src: &FakeSource) {
-    let (mut c, _) = Connection::connect(addr, TIMEOUT).unwrap();
+    let mut c = Client::connect(addr, TIMEOUT).unwrap();
     assert_eq!(acquisitions(&c.snapshot().unwrap()), src.total());
 }
 
@@ -139,7 +139,8 @@ fn a_client_that_never_reads_is_dropped_and_counted() {
         == 0));
     src.acquire(8);
     assert_still_exact(&addr, &src);
-    let (_c, hello) = Connection::connect(&addr, TIMEOUT).unwrap();
+    let c = Client::connect(&addr, TIMEOUT).unwrap();
+    let hello = c.hello().clone();
     assert_eq!(
         hello.stats.dropped_clients, 1,
         "the hello does not show the drop"
@@ -154,7 +155,7 @@ fn fifty_clients_at_once_all_get_exact_counts() {
         .map(|_| {
             let addr = addr.clone();
             thread::spawn(move || {
-                let (mut c, _) = Connection::connect(&addr, TIMEOUT).unwrap();
+                let mut c = Client::connect(&addr, TIMEOUT).unwrap();
                 (0..5)
                     .map(|_| acquisitions(&c.snapshot().unwrap()))
                     .collect::<Vec<_>>()
@@ -175,8 +176,8 @@ fn fifty_clients_at_once_all_get_exact_counts() {
 fn clients_over_the_limit_are_refused_and_counted() {
     let src = FakeSource::new(1);
     let (exp, addr) = unix_endpoint("limit", &src, ExportConfig::default().max_clients(2));
-    let a = Connection::connect(&addr, TIMEOUT).unwrap();
-    let b = Connection::connect(&addr, TIMEOUT).unwrap();
+    let a = Client::connect(&addr, TIMEOUT).unwrap();
+    let b = Client::connect(&addr, TIMEOUT).unwrap();
     let mut third = UnixStream::connect(unix_path(&addr)).unwrap();
     third.set_read_timeout(Some(TIMEOUT)).unwrap();
     let lines = read_to_close(&mut third);
@@ -200,7 +201,7 @@ fn a_client_gone_mid_subscription_is_cleaned_up() {
     let src = FakeSource::new(0);
     let (exp, addr) = unix_endpoint("gone", &src, ExportConfig::default());
     for _ in 0..3 {
-        let (mut c, _) = Connection::connect(&addr, TIMEOUT).unwrap();
+        let mut c = Client::connect(&addr, TIMEOUT).unwrap();
         c.subscribe(Duration::from_millis(50)).unwrap();
         assert!(matches!(c.recv().unwrap(), Response::Update { seq: 0, .. }));
         assert!(matches!(c.recv().unwrap(), Response::Update { seq: 1, .. }));

@@ -19,8 +19,8 @@ use std::thread;
 use std::time::Duration;
 
 use export_common::{acquisitions, scratch_dir, wait_until, LOCK};
-use lockmeter_model::discovery;
-use lockmeter_model::wire::{self, Connection, EndpointAddr, Response};
+use lockmeter_wire::discovery;
+use lockmeter_wire::{self as wire, Client, EndpointAddr, Response};
 
 const TIMEOUT: Duration = Duration::from_secs(10);
 const PATIENCE: Duration = Duration::from_secs(60);
@@ -216,14 +216,15 @@ fn a_unix_socket_client_sees_exactly_what_the_program_did() {
         "the socket directory is not private"
     );
     assert_eq!(mode(&sock), 0o600, "the socket is not private");
-    let listed = discovery::list_endpoints_in(&sock_dir);
+    let listed = discovery::scan_endpoints_in(&sock_dir).live;
     assert_eq!(
         listed.iter().map(|e| e.pid).collect::<Vec<_>>(),
         [demo.pid()]
     );
     assert_eq!(listed[0].name, "endpoint_demo");
 
-    let (mut c, hello) = Connection::connect(&addr, TIMEOUT).unwrap();
+    let mut c = Client::connect(&addr, TIMEOUT).unwrap();
+    let hello = c.hello().clone();
     assert_eq!(hello.pid, demo.pid());
     assert_eq!(hello.name, "endpoint_demo");
     let snap = c.snapshot().unwrap();
@@ -253,7 +254,8 @@ fn a_loopback_tcp_client_sees_exactly_what_the_program_did() {
         matches!(&addr, EndpointAddr::Tcp(a) if a.ip().is_loopback() && a.port() != 0),
         "{addr}"
     );
-    let (mut c, hello) = Connection::connect(&addr, TIMEOUT).unwrap();
+    let mut c = Client::connect(&addr, TIMEOUT).unwrap();
+    let hello = c.hello().clone();
     assert_eq!(hello.pid, demo.pid());
     assert_eq!(acquisitions(&c.snapshot().unwrap()), 2500);
     // A reset starts a new window for snapshots; nothing happened since.
@@ -429,11 +431,7 @@ fn assert_error_then_close(lines: &[String]) {
 }
 
 fn stats(addr: &EndpointAddr) -> wire::EndpointStats {
-    Connection::connect(addr, TIMEOUT)
-        .unwrap()
-        .0
-        .stats()
-        .unwrap()
+    Client::connect(addr, TIMEOUT).unwrap().stats().unwrap()
 }
 
 #[test]
@@ -473,13 +471,7 @@ fn abusive_clients_do_not_disturb_the_program_or_its_counts() {
         .map(|_| {
             let addr = addr.clone();
             thread::spawn(move || {
-                acquisitions(
-                    &Connection::connect(&addr, TIMEOUT)
-                        .unwrap()
-                        .0
-                        .snapshot()
-                        .unwrap(),
-                )
+                acquisitions(&Client::connect(&addr, TIMEOUT).unwrap().snapshot().unwrap())
             })
         })
         .collect();
@@ -510,7 +502,7 @@ fn abusive_clients_do_not_disturb_the_program_or_its_counts() {
         "{:?}",
         stats(&addr)
     );
-    let (mut c, _) = Connection::connect(&addr, TIMEOUT).unwrap();
+    let mut c = Client::connect(&addr, TIMEOUT).unwrap();
     assert_eq!(acquisitions(&c.snapshot().unwrap()), 6000);
     drop(c);
     drop(stalled);
@@ -534,12 +526,12 @@ fn subscriber_child() {
     ) else {
         return;
     };
-    let (mut c, _) = Connection::connect(&addr.parse().unwrap(), TIMEOUT).unwrap();
+    let mut c = Client::connect(&addr.parse().unwrap(), TIMEOUT).unwrap();
     c.subscribe(Duration::from_millis(50)).unwrap();
     c.recv().unwrap();
     c.recv().unwrap();
     fs::write(marker, "subscribed").unwrap();
-    c.set_read_timeout(None).unwrap();
+    c.set_timeout(None);
     while c.recv().is_ok() {}
 }
 

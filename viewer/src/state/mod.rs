@@ -3,7 +3,6 @@
 //! or does I/O; side effects (reset, writing a dump, attaching) come back to
 //! the event loop as an [`Action`].
 
-pub mod delta;
 pub mod history;
 pub mod picker;
 pub mod playback;
@@ -577,7 +576,7 @@ impl App {
     }
 
     fn cycle_sort(&mut self, delta: isize) {
-        let all = SortKey::ALL;
+        let all = SortKey::all();
         let i = all.iter().position(|&k| k == self.opts.sort).unwrap_or(0) as isize;
         let next = (i + delta).rem_euclid(all.len() as isize) as usize;
         self.opts.sort = all[next];

@@ -2,7 +2,6 @@
 
 use lockmeter_model::Snapshot;
 
-use super::delta::{accumulate, subtract};
 use super::history::{History, CAPACITY};
 use super::Frame;
 
@@ -22,15 +21,15 @@ pub fn frames_from(snaps: Vec<Snapshot>) -> Vec<Frame> {
         let continues = prev
             .as_ref()
             .is_some_and(|p| p.window.start_unix_ns == snap.window.start_unix_ns);
-        let interval = match (&prev, continues) {
-            (Some(p), true) => subtract(&snap, p),
+        let interval = match &prev {
+            Some(p) if continues => interval(&snap, p),
             _ => snap.clone(),
         };
         if !continues {
             base = frames.last().map(|f| f.cumulative.clone());
         }
         let cumulative = match &base {
-            Some(b) => accumulate(&[b.clone(), snap.clone()]).unwrap_or_else(|| snap.clone()),
+            Some(b) => Snapshot::concat(&[b.clone(), snap.clone()]).unwrap_or_else(|| snap.clone()),
             None => snap.clone(),
         };
         frames.push(Frame {
@@ -40,6 +39,17 @@ pub fn frames_from(snaps: Vec<Snapshot>) -> Vec<Frame> {
         prev = Some(snap);
     }
     frames
+}
+
+/// The window between two cumulative snapshots of one process (the
+/// model's [`Snapshot::since`]); a window that restarted (reset, or a new
+/// process) stands whole.
+pub fn interval(cumulative: &Snapshot, prev: &Snapshot) -> Snapshot {
+    if cumulative.continues(prev) {
+        cumulative.since(prev)
+    } else {
+        cumulative.clone()
+    }
 }
 
 /// Position and play state within a recording.

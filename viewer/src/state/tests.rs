@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
+use lockmeter_model::metric::Metric;
 use lockmeter_model::render::{SortKey, TableOptions};
 use lockmeter_model::{parse_recording, parse_snapshot, Snapshot};
 use ratatui::layout::Rect;
@@ -54,14 +55,14 @@ fn selected_lock(app: &App) -> String {
 #[test]
 fn sort_keys_cycle_both_ways_and_invert() {
     let mut app = dump_app();
-    assert_eq!(app.opts.sort, SortKey::Util);
+    assert_eq!(app.opts.sort, SortKey::By(Metric::Util));
     typ(&mut app, 's');
-    assert_eq!(app.opts.sort, SortKey::Con);
+    assert_eq!(app.opts.sort, SortKey::By(Metric::Con));
     typ(&mut app, '>');
-    assert_eq!(app.opts.sort, SortKey::HoldMean);
+    assert_eq!(app.opts.sort, SortKey::By(Metric::HoldMean));
     typ(&mut app, '<');
     typ(&mut app, '<');
-    assert_eq!(app.opts.sort, SortKey::Util);
+    assert_eq!(app.opts.sort, SortKey::By(Metric::Util));
     typ(&mut app, '<');
     assert_eq!(app.opts.sort, SortKey::Name, "wraps around");
     assert!(!app.opts.descending, "names sort A to Z");
@@ -287,7 +288,7 @@ fn selection_follows_the_lock_when_the_order_changes() {
 #[test]
 fn clicking_a_header_sorts_and_clicking_again_inverts() {
     let mut app = dump_app();
-    app.hits.header = vec![(Rect::new(10, 1, 6, 2), SortKey::Spin)];
+    app.hits.header = vec![(Rect::new(10, 1, 6, 2), SortKey::By(Metric::Contended))];
     let click = |x, y| MouseEvent {
         kind: MouseEventKind::Down(MouseButton::Left),
         column: x,
@@ -295,14 +296,14 @@ fn clicking_a_header_sorts_and_clicking_again_inverts() {
         modifiers: KeyModifiers::NONE,
     };
     app.on_mouse(click(12, 2));
-    assert_eq!(app.opts.sort, SortKey::Spin);
+    assert_eq!(app.opts.sort, SortKey::By(Metric::Contended));
     assert!(app.opts.descending);
     app.on_mouse(click(12, 1));
     assert!(!app.opts.descending);
     app.on_mouse(click(40, 1));
     assert_eq!(
         app.opts.sort,
-        SortKey::Spin,
+        SortKey::By(Metric::Contended),
         "a click elsewhere does not sort"
     );
 }

@@ -3,7 +3,7 @@
 //! made it wait.
 
 use lockmeter_model::dist::{bucket_index, bucket_upper_bound};
-use lockmeter_model::render::{format_ns, format_pct};
+use lockmeter_model::format::{format_ns, format_pct};
 use lockmeter_model::{Dist, LockStats};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};

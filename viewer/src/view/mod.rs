@@ -8,7 +8,7 @@ pub mod picker;
 pub mod table;
 pub mod too_small;
 
-use lockmeter_model::render::format_ns;
+use lockmeter_model::format::format_ns;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};

@@ -1,7 +1,9 @@
 //! The lock table: one row per lock, expandable into call-site and holder
 //! rows, advisories under the rows they concern.
 
-use lockmeter_model::render::{format_ns, format_pct, SortKey};
+use lockmeter_model::format::{format_ns, format_pct};
+use lockmeter_model::metric::{Applies, Metric, Screen, Unit};
+use lockmeter_model::render::SortKey;
 use lockmeter_model::{LockKind, LockStats, Stats};
 use ratatui::layout::{Alignment, Constraint, Flex, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
@@ -13,58 +15,22 @@ use super::compact_count;
 use crate::state::rows::Row;
 use crate::state::{App, Link, Origin};
 
-/// A numeric column: what it sorts by, its header, its width and how early
-/// it is dropped when the terminal is narrow (0 = never, higher = earlier).
+/// A numeric column: a metric with its screen placement from the metric
+/// table ([`Metric::on_screen`]).
 #[derive(Debug, Clone, Copy)]
 struct Col {
-    key: SortKey,
-    group: &'static str,
-    title: &'static str,
-    width: u16,
-    drop: u8,
-    /// Only shown when the snapshot has wait queues.
-    waitqueue: bool,
+    metric: Metric,
+    screen: Screen,
 }
 
-const fn col(key: SortKey, group: &'static str, title: &'static str, drop: u8) -> Col {
-    Col {
-        key,
-        group,
-        title,
-        width: 6,
-        drop,
-        waitqueue: false,
+/// Every numeric column is this wide.
+const COL_WIDTH: u16 = 6;
+
+impl Col {
+    fn key(&self) -> SortKey {
+        SortKey::By(self.metric)
     }
 }
-
-const fn wq(key: SortKey, title: &'static str, drop: u8) -> Col {
-    Col {
-        key,
-        group: "WAKE",
-        title,
-        width: 6,
-        drop,
-        waitqueue: true,
-    }
-}
-
-const COLS: &[Col] = &[
-    col(SortKey::Con, "", "CON%", 0),
-    col(SortKey::Util, "", "UTIL%", 0),
-    col(SortKey::HoldMean, "HOLD", "mean", 0),
-    col(SortKey::HoldP99, "HOLD", "p99", 6),
-    col(SortKey::HoldMax, "HOLD", "max", 3),
-    col(SortKey::WaitMean, "WAIT", "mean", 0),
-    col(SortKey::WaitP99, "WAIT", "p99", 6),
-    col(SortKey::WaitMax, "WAIT", "max", 3),
-    col(SortKey::Total, "", "TOTAL", 0),
-    col(SortKey::Nowait, "", "NOWAIT", 5),
-    col(SortKey::Spin, "", "SPIN", 0),
-    col(SortKey::Rject, "", "RJECT", 5),
-    wq(SortKey::Wakeups, "ups", 2),
-    wq(SortKey::Spurious, "spur", 2),
-    wq(SortKey::WakeLatency, "lat", 2),
-];
 
 /// The name column never gets narrower than this.
 const NAME_MIN: u16 = 16;
@@ -74,21 +40,21 @@ const KIND_DROP: u8 = 4;
 
 /// The columns that fit in `width`.
 fn columns(width: u16, waitqueues: bool) -> (bool, Vec<Col>) {
-    let mut cols: Vec<Col> = COLS
-        .iter()
-        .copied()
-        .filter(|c| waitqueues || !c.waitqueue)
+    let mut cols: Vec<Col> = Metric::on_screen()
+        .into_iter()
+        .map(|(metric, screen)| Col { metric, screen })
+        .filter(|c| waitqueues || c.screen.applies != Applies::Waitqueue)
         .collect();
     let mut kind = true;
     let need = |cols: &[Col], kind: bool| -> u16 {
         let n = cols.len() as u16 + u16::from(kind);
-        NAME_MIN + cols.iter().map(|c| c.width).sum::<u16>() + if kind { KIND_WIDTH } else { 0 } + n
+        NAME_MIN + COL_WIDTH * cols.len() as u16 + if kind { KIND_WIDTH } else { 0 } + n
     };
     for level in (1..=6).rev() {
         if need(&cols, kind) <= width {
             break;
         }
-        cols.retain(|c| c.drop != level);
+        cols.retain(|c| c.screen.drop != level);
         if level == KIND_DROP {
             kind = false;
         }
@@ -115,7 +81,7 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &mut App) {
     if kind {
         widths.push(Constraint::Length(KIND_WIDTH));
     }
-    widths.extend(cols.iter().map(|c| Constraint::Length(c.width)));
+    widths.extend(cols.iter().map(|_| Constraint::Length(COL_WIDTH)));
     // The same layout the table computes: the marker column, then the
     // columns with one space between them.
     let rects = Layout::horizontal(widths.clone())
@@ -151,10 +117,10 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &mut App) {
         header.push(Cell::from("KIND").style(head_style));
     }
     for c in &cols {
-        let (text, style) = if c.key == sort {
-            (format!("{}{arrow}", c.title), sorted_style)
+        let (text, style) = if c.key() == sort {
+            (format!("{}{arrow}", c.screen.title), sorted_style)
         } else {
-            (c.title.to_string(), head_style)
+            (c.screen.title.to_string(), head_style)
         };
         header.push(Cell::from(Line::from(text).alignment(Alignment::Right)).style(style));
     }
@@ -203,7 +169,7 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &mut App) {
     let header_rect = |r: &Rect| Rect::new(r.x, area.y, r.width, 2.min(area.height));
     let mut header_hits = vec![(header_rect(&rects[0]), SortKey::Name)];
     for (c, r) in cols.iter().zip(&rects[first_num..]) {
-        header_hits.push((header_rect(r), c.key));
+        header_hits.push((header_rect(r), c.key()));
     }
     let mut row_hits = Vec::new();
     let mut y = table_area.y.saturating_add(1);
@@ -241,9 +207,9 @@ fn waiting(app: &App) -> Paragraph<'static> {
 fn draw_groups(frame: &mut Frame<'_>, area: Rect, cols: &[Col], rects: &[Rect]) {
     let mut i = 0;
     while i < cols.len() {
-        let group = cols[i].group;
+        let group = cols[i].screen.group;
         let mut j = i + 1;
-        while j < cols.len() && cols[j].group == group {
+        while j < cols.len() && cols[j].screen.group == group {
             j += 1;
         }
         if !group.is_empty() {
@@ -373,7 +339,7 @@ impl RowLayout<'_> {
                 }
                 cells.extend(
                     cols.iter()
-                        .map(|c| right(value(c.key, &lock.total, lock.kind))),
+                        .map(|c| right(value(c.metric, &lock.total, lock.kind))),
                 );
                 (TRow::new(cells), 1)
             }
@@ -395,7 +361,7 @@ impl RowLayout<'_> {
                 }
                 cells.extend(
                     cols.iter()
-                        .map(|c| right(value(c.key, &site.stats, lock.kind))),
+                        .map(|c| right(value(c.metric, &site.stats, lock.kind))),
                 );
                 (TRow::new(cells).style(Style::new().fg(Color::Gray)), 1)
             }
@@ -408,9 +374,9 @@ impl RowLayout<'_> {
                     cells.push(Cell::from(""));
                 }
                 for c in cols {
-                    let text = match c.key {
-                        SortKey::Spin => compact_count(holder.contended),
-                        SortKey::WaitMean => format_ns(
+                    let text = match c.metric {
+                        Metric::Contended => compact_count(holder.contended),
+                        Metric::WaitMean => format_ns(
                             holder
                                 .wait_ns_total
                                 .checked_div(holder.contended)
@@ -444,27 +410,26 @@ impl RowLayout<'_> {
     }
 }
 
-/// The text of column `key` for `stats` of a lock of `kind`; blank where the
-/// column does not apply (wait queues are never held).
-fn value(key: SortKey, s: &Stats, kind: LockKind) -> String {
+/// The text of column `metric` for `stats` of a lock of `kind`; blank
+/// where the column does not apply (wait queues are never held).
+fn value(metric: Metric, s: &Stats, kind: LockKind) -> String {
+    let def = metric.def();
     let wq = kind.waits_and_wakes();
-    match key {
-        SortKey::Con => format_pct(s.con_pct),
-        SortKey::Util if !wq => format_pct(s.util_pct),
-        SortKey::HoldMean if !wq => format_ns(s.hold_ns.mean),
-        SortKey::HoldP99 if !wq => format_ns(s.hold_ns.p99),
-        SortKey::HoldMax if !wq => format_ns(s.hold_ns.max),
-        SortKey::WaitMean => format_ns(s.wait_ns.mean),
-        SortKey::WaitP99 => format_ns(s.wait_ns.p99),
-        SortKey::WaitMax => format_ns(s.wait_ns.max),
-        SortKey::Total => compact_count(s.acquisitions),
-        SortKey::Nowait => compact_count(s.nowait),
-        SortKey::Spin => compact_count(s.contended),
-        SortKey::Rject => compact_count(s.rejected),
-        SortKey::Wakeups if wq => compact_count(s.wakeups),
-        SortKey::Spurious if wq => compact_count(s.spurious_wakeups),
-        SortKey::WakeLatency if wq => format_ns(s.wake_latency_ns.mean),
-        _ => String::new(),
+    let applies = match def.screen.map(|c| c.applies) {
+        Some(Applies::All) => true,
+        Some(Applies::Held) => !wq,
+        Some(Applies::Waitqueue) => wq,
+        None => false,
+    };
+    let Some(v) = metric.value(s, 0).filter(|_| applies) else {
+        return String::new();
+    };
+    match def.unit {
+        Unit::Pct => format_pct(v),
+        Unit::Ns => format_ns(v as u64),
+        Unit::Count => compact_count(v as u64),
+        Unit::PerSec => format!("{v:.1}/s"),
+        Unit::Ratio => format!("{v:.2}"),
     }
 }
 
@@ -504,20 +469,20 @@ mod tests {
     fn narrow_terminals_drop_percentiles_first() {
         let (kind, wide) = columns(200, true);
         assert!(kind);
-        assert_eq!(wide.len(), COLS.len());
+        assert_eq!(wide.len(), Metric::on_screen().len());
         let (_, mid) = columns(100, false);
-        assert!(!mid.iter().any(|c| c.key == SortKey::HoldP99));
-        assert!(mid.iter().any(|c| c.key == SortKey::HoldMax));
+        assert!(!mid.iter().any(|c| c.metric == Metric::HoldP99));
+        assert!(mid.iter().any(|c| c.metric == Metric::HoldMax));
         let (kind, narrow) = columns(super::super::MIN_WIDTH, true);
         assert!(!kind);
-        let keys: Vec<SortKey> = narrow.iter().map(|c| c.key).collect();
+        let keys: Vec<Metric> = narrow.iter().map(|c| c.metric).collect();
         for must in [
-            SortKey::Con,
-            SortKey::Util,
-            SortKey::HoldMean,
-            SortKey::WaitMean,
-            SortKey::Total,
-            SortKey::Spin,
+            Metric::Con,
+            Metric::Util,
+            Metric::HoldMean,
+            Metric::WaitMean,
+            Metric::Acquisitions,
+            Metric::Contended,
         ] {
             assert!(keys.contains(&must), "{must:?} dropped at minimum width");
         }

@@ -4,7 +4,8 @@
 
 use libfuzzer_sys::fuzz_target;
 use lockmeter_model::advice::{advise, Thresholds};
-use lockmeter_model::diff::{diff, diff_csv, diff_text};
+use lockmeter_model::diff::diff;
+use lockmeter_model::render::{diff_csv, diff_text};
 use lockmeter_model::parse_snapshot;
 use lockmeter_model::render::{csv_table, text_table, TableOptions};
 

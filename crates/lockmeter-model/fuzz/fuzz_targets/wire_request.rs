@@ -6,7 +6,7 @@
 use std::io::Cursor;
 
 use libfuzzer_sys::fuzz_target;
-use lockmeter_model::wire::{decode_request, decode_response, LineReader};
+use lockmeter_wire::{decode_request, decode_response, LineReader};
 
 fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(data);

@@ -5,18 +5,19 @@ use std::fmt::Write as _;
 
 use super::csv::{csv_field, csv_float};
 use super::order::{contains, needle, order_tree, TreeNode};
-use super::{format_ns, format_pct, sanitize, TableOptions};
+use super::TableOptions;
 use crate::diff::{
-    AdviceStatus, Change, LockDiff, Metric, Presence, SideInfo, SiteDiff, SnapshotDiff, StatsDiff,
-    Unit,
+    AdviceStatus, Change, LockDiff, Presence, SideInfo, SiteDiff, SnapshotDiff, StatsDiff,
 };
+use crate::format::{format_ns, format_pct, sanitize};
+use crate::metric::{Metric, Unit};
 
 /// Lock diffs in display order with their depth, like the table:
 /// filtered, sorted by the larger of the two values of `opts.sort`,
 /// nested locks under their parent, cut to `opts.top`.
 fn ordered<'a>(d: &'a SnapshotDiff, opts: &TableOptions) -> Vec<(&'a LockDiff, usize)> {
     let needle = needle(opts);
-    let metric = Metric::for_sort_key(opts.sort);
+    let metric = opts.sort.metric();
     let nodes: Vec<TreeNode<'_>> = d
         .locks
         .iter()
@@ -50,7 +51,7 @@ fn larger(c: &Change) -> f64 {
 
 /// Site diffs sorted like [`crate::render::sorted_sites`].
 fn ordered_sites<'a>(l: &'a LockDiff, opts: &TableOptions) -> Vec<&'a SiteDiff> {
-    let metric = Metric::for_sort_key(opts.sort);
+    let metric = opts.sort.metric();
     let mut sites: Vec<&SiteDiff> = l.sites.iter().collect();
     sites.sort_by(|a, b| {
         let by_name = a.site.cmp(&b.site).then_with(|| a.mode.cmp(&b.mode));
@@ -209,12 +210,12 @@ fn totals_line(d: &SnapshotDiff) -> String {
 }
 
 fn push_metrics(lines: &mut Vec<Line>, indent: &str, s: &StatsDiff, presence: Presence) {
-    for &m in Metric::ALL {
+    for m in Metric::diffable() {
         let c = s.get(m);
         if !c.is_nonzero() {
             continue;
         }
-        let unit = m.unit();
+        let unit = m.def().unit;
         let (before, after, change) = match presence {
             Presence::Removed => (show(unit, c.before), "gone".to_string(), String::new()),
             Presence::Added => ("new".to_string(), show(unit, c.after), String::new()),
@@ -225,7 +226,7 @@ fn push_metrics(lines: &mut Vec<Line>, indent: &str, s: &StatsDiff, presence: Pr
             ),
         };
         lines.push(Line::Metric {
-            label: format!("{indent}{}", m.label()),
+            label: format!("{indent}{}", m.def().title),
             before,
             after,
             change,
@@ -328,9 +329,9 @@ pub fn diff_csv(d: &SnapshotDiff, opts: &TableOptions) -> String {
     ]
     .map(String::from)
     .to_vec();
-    for m in Metric::ALL {
+    for m in Metric::diffable() {
         for part in ["before", "after", "delta", "delta_pct"] {
-            header.push(format!("{}_{part}", m.name()));
+            header.push(format!("{}_{part}", m.def().name));
         }
     }
     let mut out = String::new();
@@ -364,7 +365,7 @@ pub fn diff_csv(d: &SnapshotDiff, opts: &TableOptions) -> String {
 
 fn push_changes(row: &mut Vec<String>, s: &StatsDiff) {
     let num = |v: Option<f64>| v.map(csv_float).unwrap_or_default();
-    for &m in Metric::ALL {
+    for m in Metric::diffable() {
         let c = s.get(m);
         row.extend([num(c.before), num(c.after), num(c.delta), num(c.delta_pct)]);
     }

@@ -16,19 +16,15 @@
 
 mod csv;
 mod diff_report;
-mod format;
 mod order;
 mod sort;
 mod text;
 
 pub use self::csv::csv_table;
 pub use self::diff_report::{diff_csv, diff_text};
-pub use self::format::{format_ns, format_pct};
 pub use self::order::{sorted_lock_rows, sorted_locks, sorted_sites, LockRow};
 pub use self::sort::{ParseSortKeyError, SortKey, TableOptions};
 pub use self::text::{text_table, text_table_with};
-
-pub(crate) use self::format::sanitize;
 
 use crate::Snapshot;
 

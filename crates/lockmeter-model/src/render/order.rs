@@ -15,6 +15,7 @@ use crate::{LockStats, SiteStats, Snapshot};
 /// One lock in display order, with how deeply it is nested.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct LockRow<'a> {
+    /// The lock of this row.
     pub lock: &'a LockStats,
     /// 0 for a top-level lock, 1 for a lock inside it, and so on.
     pub depth: usize,

@@ -3,88 +3,53 @@
 use std::fmt;
 use std::str::FromStr;
 
+use std::sync::LazyLock;
+
+use crate::metric::Metric;
 use crate::Stats;
 
-/// A column to sort locks (and the call sites under each lock) by.
+/// A column to sort locks (and the call sites under each lock) by: a
+/// sortable [`Metric`] or the name.
 ///
-/// Numeric keys compare [`SortKey::value`]; [`SortKey::Name`] compares
+/// Metric keys compare [`SortKey::value`]; [`SortKey::Name`] compares
 /// names. Ties are always broken by name, then id, ascending, so the order
 /// is deterministic.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum SortKey {
-    /// UTIL: share of the window the lock was held.
-    Util,
-    /// CON: share of acquisitions that had to wait.
-    Con,
-    /// Mean hold time.
-    HoldMean,
-    /// 99th percentile hold time.
-    HoldP99,
-    /// Longest hold.
-    HoldMax,
-    /// Mean wait (wait queues: mean time asleep).
-    WaitMean,
-    /// 99th percentile wait.
-    WaitP99,
-    /// Longest wait.
-    WaitMax,
-    /// TOTAL: acquisitions.
-    Total,
-    /// NOWAIT: acquisitions at the first attempt.
-    Nowait,
-    /// SPIN: contended acquisitions.
-    Spin,
-    /// RJECT: failed try-locks and timed-out waits.
-    Rject,
-    /// Wait queues: waiters woken.
-    Wakeups,
-    /// Wait queues: woken waiters that slept again.
-    Spurious,
-    /// Wait queues: mean time from wake call to the waiter running.
-    WakeLatency,
+    /// A metric whose table row has a sort name.
+    By(Metric),
     /// The lock name (call sites: the site).
     Name,
 }
 
+/// The sortable metrics in table order, then the name.
+static ALL_KEYS: LazyLock<Vec<SortKey>> = LazyLock::new(|| {
+    Metric::ALL
+        .iter()
+        .filter(|m| m.def().sortable())
+        .map(|&m| SortKey::By(m))
+        .chain([SortKey::Name])
+        .collect()
+});
+
 impl SortKey {
     /// Every key, in column order.
-    pub const ALL: &'static [SortKey] = &[
-        SortKey::Util,
-        SortKey::Con,
-        SortKey::HoldMean,
-        SortKey::HoldP99,
-        SortKey::HoldMax,
-        SortKey::WaitMean,
-        SortKey::WaitP99,
-        SortKey::WaitMax,
-        SortKey::Total,
-        SortKey::Nowait,
-        SortKey::Spin,
-        SortKey::Rject,
-        SortKey::Wakeups,
-        SortKey::Spurious,
-        SortKey::WakeLatency,
-        SortKey::Name,
-    ];
+    pub fn all() -> &'static [SortKey] {
+        &ALL_KEYS
+    }
+
+    /// The metric this key sorts by; `None` for [`SortKey::Name`].
+    pub fn metric(self) -> Option<Metric> {
+        match self {
+            SortKey::By(m) => Some(m),
+            SortKey::Name => None,
+        }
+    }
 
     /// The name [`FromStr`] accepts, e.g. `hold_p99`.
     pub fn as_str(self) -> &'static str {
         match self {
-            SortKey::Util => "util",
-            SortKey::Con => "con",
-            SortKey::HoldMean => "hold",
-            SortKey::HoldP99 => "hold_p99",
-            SortKey::HoldMax => "hold_max",
-            SortKey::WaitMean => "wait",
-            SortKey::WaitP99 => "wait_p99",
-            SortKey::WaitMax => "wait_max",
-            SortKey::Total => "total",
-            SortKey::Nowait => "nowait",
-            SortKey::Spin => "spin",
-            SortKey::Rject => "rject",
-            SortKey::Wakeups => "wakeups",
-            SortKey::Spurious => "spurious",
-            SortKey::WakeLatency => "wake_latency",
+            SortKey::By(m) => m.def().sort.unwrap_or(m.def().name),
             SortKey::Name => "name",
         }
     }
@@ -92,21 +57,7 @@ impl SortKey {
     /// A short column title, e.g. `HOLD P99`, for headers and key hints.
     pub fn title(self) -> &'static str {
         match self {
-            SortKey::Util => "UTIL",
-            SortKey::Con => "CON",
-            SortKey::HoldMean => "HOLD MEAN",
-            SortKey::HoldP99 => "HOLD P99",
-            SortKey::HoldMax => "HOLD MAX",
-            SortKey::WaitMean => "WAIT MEAN",
-            SortKey::WaitP99 => "WAIT P99",
-            SortKey::WaitMax => "WAIT MAX",
-            SortKey::Total => "TOTAL",
-            SortKey::Nowait => "NOWAIT",
-            SortKey::Spin => "SPIN",
-            SortKey::Rject => "RJECT",
-            SortKey::Wakeups => "WAKEUPS",
-            SortKey::Spurious => "SPURIOUS",
-            SortKey::WakeLatency => "WAKE LAT",
+            SortKey::By(m) => m.def().title,
             SortKey::Name => "NAME",
         }
     }
@@ -115,24 +66,7 @@ impl SortKey {
     /// nanoseconds, percentages are 0..=100 (or more, for UTIL of classes
     /// with several instances).
     pub fn value(self, stats: &Stats) -> f64 {
-        match self {
-            SortKey::Util => stats.util_pct,
-            SortKey::Con => stats.con_pct,
-            SortKey::HoldMean => stats.hold_ns.mean as f64,
-            SortKey::HoldP99 => stats.hold_ns.p99 as f64,
-            SortKey::HoldMax => stats.hold_ns.max as f64,
-            SortKey::WaitMean => stats.wait_ns.mean as f64,
-            SortKey::WaitP99 => stats.wait_ns.p99 as f64,
-            SortKey::WaitMax => stats.wait_ns.max as f64,
-            SortKey::Total => stats.acquisitions as f64,
-            SortKey::Nowait => stats.nowait as f64,
-            SortKey::Spin => stats.contended as f64,
-            SortKey::Rject => stats.rejected as f64,
-            SortKey::Wakeups => stats.wakeups as f64,
-            SortKey::Spurious => stats.spurious_wakeups as f64,
-            SortKey::WakeLatency => stats.wake_latency_ns.mean as f64,
-            SortKey::Name => 0.0,
-        }
+        self.metric().and_then(|m| m.value(stats, 0)).unwrap_or(0.0)
     }
 }
 
@@ -142,7 +76,7 @@ impl fmt::Display for SortKey {
     }
 }
 
-/// A sort key name that is not one of [`SortKey::ALL`].
+/// A sort key name that is not one of [`SortKey::all`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ParseSortKeyError {
     /// What was given.
@@ -152,7 +86,7 @@ pub struct ParseSortKeyError {
 impl fmt::Display for ParseSortKeyError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "unknown sort key {:?}; valid keys: ", self.input)?;
-        for (i, key) in SortKey::ALL.iter().enumerate() {
+        for (i, key) in SortKey::all().iter().enumerate() {
             if i > 0 {
                 f.write_str(", ")?;
             }
@@ -172,13 +106,13 @@ impl FromStr for SortKey {
     fn from_str(s: &str) -> Result<SortKey, ParseSortKeyError> {
         let norm = s.trim().to_ascii_lowercase().replace('-', "_");
         let alias = match norm.as_str() {
-            "hold_mean" => Some(SortKey::HoldMean),
-            "wait_mean" => Some(SortKey::WaitMean),
-            "reject" | "rejected" => Some(SortKey::Rject),
+            "hold_mean" => Some(SortKey::By(Metric::HoldMean)),
+            "wait_mean" => Some(SortKey::By(Metric::WaitMean)),
+            "reject" | "rejected" => Some(SortKey::By(Metric::Rejected)),
             _ => None,
         };
         alias
-            .or_else(|| SortKey::ALL.iter().copied().find(|k| k.as_str() == norm))
+            .or_else(|| SortKey::all().iter().copied().find(|k| k.as_str() == norm))
             .ok_or_else(|| ParseSortKeyError {
                 input: s.to_string(),
             })
@@ -211,7 +145,7 @@ pub struct TableOptions {
 impl Default for TableOptions {
     fn default() -> TableOptions {
         TableOptions {
-            sort: SortKey::Util,
+            sort: SortKey::By(Metric::Util),
             descending: true,
             top: None,
             sites: true,
@@ -228,12 +162,23 @@ mod tests {
 
     #[test]
     fn every_key_parses_from_its_name() {
-        for &key in SortKey::ALL {
+        for &key in SortKey::all() {
             assert_eq!(key.as_str().parse::<SortKey>(), Ok(key));
             assert_eq!(key.as_str().to_uppercase().parse::<SortKey>(), Ok(key));
         }
-        assert_eq!("wake-latency".parse::<SortKey>(), Ok(SortKey::WakeLatency));
-        assert_eq!("hold_mean".parse::<SortKey>(), Ok(SortKey::HoldMean));
+        assert_eq!(
+            "wake-latency".parse::<SortKey>(),
+            Ok(SortKey::By(Metric::WakeLatencyMean))
+        );
+        assert_eq!(
+            "hold_mean".parse::<SortKey>(),
+            Ok(SortKey::By(Metric::HoldMean))
+        );
+        let names: Vec<&str> = SortKey::all().iter().map(|k| k.as_str()).collect();
+        assert_eq!(
+            names.join(", "),
+            "util, con, hold, hold_p99, hold_max, wait, wait_p99, wait_max, total, nowait, spin, rject, wakeups, spurious, wake_latency, name"
+        );
     }
 
     #[test]
@@ -241,7 +186,7 @@ mod tests {
         let err = "speed".parse::<SortKey>().unwrap_err();
         let msg = err.to_string();
         assert!(msg.starts_with("unknown sort key \"speed\""), "{msg}");
-        for key in SortKey::ALL {
+        for key in SortKey::all() {
             assert!(msg.contains(key.as_str()), "{msg} lacks {key}");
         }
     }

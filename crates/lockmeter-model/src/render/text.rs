@@ -14,25 +14,50 @@
 
 use std::fmt::Write as _;
 
-use super::format::{format_count, format_ns, format_pct, sanitize};
 use super::order::{lock_order, sorted_sites};
 use super::TableOptions;
 use crate::advice::{advise_lock, Advisory, Thresholds};
+use crate::format::{format_count, format_ns, format_pct, sanitize};
+use crate::metric::Metric;
 use crate::{percent, Dist, LockKind, LockStats, Snapshot, Stats};
 
-/// Column titles, right-aligned over their cells; NAME follows, left-aligned.
-const TITLES: [&str; 8] = [
-    "UTIL",
-    "CON",
-    "HOLD MEAN(MAX)",
-    "WAIT MEAN(MAX)",
-    "TOTAL",
-    "NOWAIT",
-    "SPIN",
-    "RJECT",
+/// The eight numeric columns: one metric each, or a `mean(max)` pair of
+/// two. Titles come from the metric table, right-aligned over their cells;
+/// NAME follows, left-aligned.
+const COLUMNS: [Column; 8] = [
+    Column::One(Metric::Util),
+    Column::One(Metric::Con),
+    Column::Pair(Metric::HoldMean, Metric::HoldMax),
+    Column::Pair(Metric::WaitMean, Metric::WaitMax),
+    Column::One(Metric::Acquisitions),
+    Column::One(Metric::Nowait),
+    Column::One(Metric::Contended),
+    Column::One(Metric::Rejected),
 ];
 /// Columns holding a `mean(max)` pair.
 const PAIR_COLUMNS: [usize; 2] = [2, 3];
+
+/// A column of the text table.
+#[derive(Clone, Copy)]
+enum Column {
+    One(Metric),
+    /// A distribution's mean, and its max in parentheses.
+    Pair(Metric, Metric),
+}
+
+impl Column {
+    /// `UTIL`, `HOLD MEAN(MAX)`.
+    fn title(self) -> String {
+        match self {
+            Column::One(m) => m.def().title.to_string(),
+            Column::Pair(mean, max) => {
+                let max = max.def().title.rsplit(' ').next().unwrap_or("MAX");
+                format!("{}({max})", mean.def().title)
+            }
+        }
+    }
+}
+
 /// Spaces between columns.
 const GAP: &str = "  ";
 /// Extra indentation of the NAME cell per nesting level.
@@ -286,13 +311,12 @@ fn push_total(lines: &mut Vec<Line>, locks: &[&LockStats], elapsed_ns: u64) {
     for lock in locks {
         if lock.kind.waits_and_wakes() {
             any_wq = true;
-            add_saturating(&mut wq, &lock.total);
+            wq.merge(&lock.total);
         } else {
-            add_saturating(&mut acq, &lock.total);
+            acq.merge(&lock.total);
         }
     }
-    acq.con_pct = percent(acq.contended, acq.acquisitions);
-    acq.util_pct = percent(acq.hold_ns.total, elapsed_ns);
+    acq.refresh_derived(elapsed_ns);
     lines.push(Line::Row(
         Box::new(cells(LockKind::Mutex, &acq)),
         "*TOTAL*".to_string(),
@@ -305,37 +329,10 @@ fn push_total(lines: &mut Vec<Line>, locks: &[&LockStats], elapsed_ns: u64) {
     }
 }
 
-/// Adds the counters and the count/total/max of each distribution (enough
-/// for mean and max) without overflowing.
-fn add_saturating(into: &mut Stats, s: &Stats) {
-    for (a, b) in [
-        (&mut into.acquisitions, s.acquisitions),
-        (&mut into.nowait, s.nowait),
-        (&mut into.contended, s.contended),
-        (&mut into.rejected, s.rejected),
-        (&mut into.waits, s.waits),
-        (&mut into.wake_calls, s.wake_calls),
-        (&mut into.wakeups, s.wakeups),
-        (&mut into.spurious_wakeups, s.spurious_wakeups),
-    ] {
-        *a = a.saturating_add(b);
-    }
-    into.max_waiters = into.max_waiters.max(s.max_waiters);
-    for (a, b) in [
-        (&mut into.hold_ns, &s.hold_ns),
-        (&mut into.wait_ns, &s.wait_ns),
-        (&mut into.wake_latency_ns, &s.wake_latency_ns),
-    ] {
-        a.count = a.count.saturating_add(b.count);
-        a.total = a.total.saturating_add(b.total);
-        a.max = a.max.max(b.max);
-        a.mean = a.total.checked_div(a.count).unwrap_or(0);
-    }
-}
-
 /// Measures the columns and writes every line.
 fn layout(lines: &[Line]) -> String {
-    let mut widths = TITLES.map(str::len);
+    let titles = COLUMNS.map(Column::title);
+    let mut widths = titles.clone().map(|t| t.len());
     let mut pair_widths = [(0usize, 0usize); 2];
     for line in lines {
         let Line::Row(cells, _) = line else { continue };
@@ -364,7 +361,7 @@ fn layout(lines: &[Line]) -> String {
     let name_col: usize = widths.iter().map(|w| w + GAP.len()).sum();
 
     let mut out = String::new();
-    let titles: Vec<String> = TITLES
+    let titles: Vec<String> = titles
         .iter()
         .zip(&widths)
         .map(|(t, w)| format!("{t:>w$}"))

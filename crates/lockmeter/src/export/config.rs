@@ -12,13 +12,13 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::Duration;
 
-use lockmeter_model::wire::{AddrError, EndpointAddr};
+use lockmeter_wire::{AddrError, EndpointAddr};
 
 /// Where the live endpoint listens.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ListenAddr {
     /// `<socket_dir>/<pid>.sock`, where `lockmeter list` looks
-    /// (see `lockmeter_model::discovery`).
+    /// (see `lockmeter_wire::discovery`).
     Default,
     /// A Unix socket at this path (`{pid}` is replaced by the process id).
     Unix(PathBuf),

@@ -14,9 +14,9 @@ use std::thread::{self, JoinHandle};
 use lockmeter_model::render::{self, TableOptions};
 use lockmeter_model::Snapshot;
 
-use super::atomic_write::write_atomic;
 use super::report;
 use super::SnapshotSource;
+use lockmeter_wire::write_atomic;
 
 /// The rendering a dump path asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

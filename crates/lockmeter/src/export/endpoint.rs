@@ -15,12 +15,14 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
-use lockmeter_model::discovery;
-use lockmeter_model::wire::{self, EndpointAddr, EndpointStats, Response};
+use lockmeter_wire::discovery;
+use lockmeter_wire::{self as wire, EndpointAddr, EndpointStats, Response};
 
 use super::config::{expand_pid, ListenAddr};
 use super::session;
-use super::transport::{bind_unix, Conn, Listener, SocketFile};
+use lockmeter_wire::Stream;
+
+use super::transport::{bind_unix, Listener, SocketFile};
 use super::SnapshotSource;
 
 /// Stack of a client thread: it parses small requests and serializes
@@ -62,7 +64,7 @@ pub(crate) struct Shared {
     pub(crate) client_timeout: Duration,
     name: OnceLock<String>,
     /// Clones of the open connections, to wake their threads at shutdown.
-    conns: Mutex<Vec<(u64, Conn)>>,
+    conns: Mutex<Vec<(u64, Stream)>>,
     next_conn: AtomicU64,
 }
 
@@ -277,7 +279,7 @@ fn wait_for_client(listener: &Listener, wake: &UnixStream) -> bool {
 }
 
 /// Serves `conn` on a thread of its own, or refuses it when full.
-fn admit(conn: Conn, shared: &Arc<Shared>) {
+fn admit(conn: Stream, shared: &Arc<Shared>) {
     let counters = &shared.counters;
     // Only this thread admits, so the check and the increment cannot race
     // with another admission.
@@ -319,7 +321,7 @@ fn admit(conn: Conn, shared: &Arc<Shared>) {
     }
 }
 
-fn refuse(conn: &Conn, counters: &Counters, why: &str) {
+fn refuse(conn: &Stream, counters: &Counters, why: &str) {
     counters.refused.fetch_add(1, Ordering::Relaxed);
     conn.send_once(
         wire::encode(&Response::Error {

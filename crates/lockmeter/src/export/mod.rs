@@ -6,7 +6,7 @@
 //!   [`Exporter::dump_now`]; atomically, in the format of the extension.
 //! - **Endpoint** ([`ExportConfig::listen`], `LOCKMETER_LISTEN`): a Unix
 //!   socket (or loopback TCP) speaking the newline-delimited JSON protocol
-//!   of [`lockmeter_model::wire`], for `lockmeter top` and friends.
+//!   of [`lockmeter_wire`], for `lockmeter top` and friends.
 //! - **Recordings** ([`ExportConfig::record`], `LOCKMETER_RECORD`): one
 //!   window per interval as JSON Lines.
 //!
@@ -14,7 +14,6 @@
 //! [`SnapshotSource`]; nothing here can panic the host program, and every
 //! failure is one line on stderr. `docs/endpoint.md` is the user's guide.
 
-mod atomic_write;
 mod config;
 mod dump;
 mod endpoint;
@@ -33,7 +32,7 @@ use std::sync::mpsc::RecvTimeoutError;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Instant;
 
-use lockmeter_model::wire::{EndpointAddr, EndpointStats};
+use lockmeter_wire::{EndpointAddr, EndpointStats};
 
 pub use config::{ExportConfig, ListenAddr, OnFull, RecordConfig};
 pub use dump::DumpFormat;

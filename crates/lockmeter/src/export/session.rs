@@ -10,11 +10,10 @@ use std::io::{self, Read};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use lockmeter_model::wire::{self, Hello, LineReader, Request, Response, WireError};
 use lockmeter_model::Snapshot;
+use lockmeter_wire::{self as wire, Hello, LineReader, Request, Response, Stream, WireError};
 
 use super::endpoint::Shared;
-use super::transport::Conn;
 
 /// A client that neither subscribes nor asks anything for this long is
 /// disconnected, so idle connections cannot hold client slots forever.
@@ -41,13 +40,13 @@ enum Flow {
 }
 
 struct Session<'a> {
-    conn: Conn,
+    conn: Stream,
     shared: &'a Shared,
     sub: Option<Subscription>,
 }
 
 /// Serves `conn` until it is done.
-pub(crate) fn serve(conn: Conn, shared: &Shared) {
+pub(crate) fn serve(conn: Stream, shared: &Shared) {
     let _ = conn.set_write_timeout(Some(shared.client_timeout));
     let mut s = Session {
         conn,
@@ -225,7 +224,7 @@ impl Session<'_> {
     /// socket with unread input sends a reset, which can destroy the error
     /// line before the client reads it.
     fn linger(&mut self) {
-        if let Conn::Tcp(s) = &self.conn {
+        if let Stream::Tcp(s) = &self.conn {
             let _ = s.shutdown(std::net::Shutdown::Write);
         }
         let _ = self.conn.set_read_timeout(Some(LINGER));

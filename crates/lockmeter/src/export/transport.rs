@@ -1,14 +1,16 @@
-//! The endpoint's sockets, Unix or TCP behind one type, and binding a Unix
-//! socket path safely.
+//! The endpoint's listening sockets, Unix or TCP behind one type, and
+//! binding a Unix socket path safely. Accepted connections are
+//! [`lockmeter_wire::Stream`]s, the same type every client uses.
 
 use std::fs;
-use std::io::{self, Read};
-use std::net::{Shutdown, TcpListener, TcpStream};
+use std::io;
+use std::net::TcpListener;
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+
+use lockmeter_wire::Stream;
 
 /// A listening socket.
 pub(crate) enum Listener {
@@ -16,17 +18,11 @@ pub(crate) enum Listener {
     Tcp(TcpListener),
 }
 
-/// One client connection.
-pub(crate) enum Conn {
-    Unix(UnixStream),
-    Tcp(TcpStream),
-}
-
 impl Listener {
-    pub(crate) fn accept(&self) -> io::Result<Conn> {
+    pub(crate) fn accept(&self) -> io::Result<Stream> {
         match self {
-            Listener::Unix(l) => l.accept().map(|(s, _)| Conn::Unix(s)),
-            Listener::Tcp(l) => l.accept().map(|(s, _)| Conn::Tcp(s)),
+            Listener::Unix(l) => l.accept().map(|(s, _)| Stream::Unix(s)),
+            Listener::Tcp(l) => l.accept().map(|(s, _)| Stream::Tcp(s)),
         }
     }
 
@@ -43,106 +39,6 @@ impl AsRawFd for Listener {
         match self {
             Listener::Unix(l) => l.as_raw_fd(),
             Listener::Tcp(l) => l.as_raw_fd(),
-        }
-    }
-}
-
-#[cfg(any(target_os = "linux", target_os = "android"))]
-const NO_SIGPIPE: libc::c_int = libc::MSG_NOSIGNAL;
-#[cfg(not(any(target_os = "linux", target_os = "android")))]
-const NO_SIGPIPE: libc::c_int = 0;
-
-impl Conn {
-    pub(crate) fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
-        match self {
-            Conn::Unix(s) => s.set_read_timeout(t),
-            Conn::Tcp(s) => s.set_read_timeout(t),
-        }
-    }
-
-    /// Bounds each blocking `send`; [`Conn::send_all`] also bounds the total.
-    pub(crate) fn set_write_timeout(&self, t: Option<Duration>) -> io::Result<()> {
-        match self {
-            Conn::Unix(s) => s.set_write_timeout(t),
-            Conn::Tcp(s) => s.set_write_timeout(t),
-        }
-    }
-
-    pub(crate) fn set_nonblocking(&self, on: bool) -> io::Result<()> {
-        match self {
-            Conn::Unix(s) => s.set_nonblocking(on),
-            Conn::Tcp(s) => s.set_nonblocking(on),
-        }
-    }
-
-    pub(crate) fn try_clone(&self) -> io::Result<Conn> {
-        match self {
-            Conn::Unix(s) => s.try_clone().map(Conn::Unix),
-            Conn::Tcp(s) => s.try_clone().map(Conn::Tcp),
-        }
-    }
-
-    /// Ends both directions, waking a thread blocked reading this socket.
-    pub(crate) fn shutdown(&self) {
-        let _ = match self {
-            Conn::Unix(s) => s.shutdown(Shutdown::Both),
-            Conn::Tcp(s) => s.shutdown(Shutdown::Both),
-        };
-    }
-
-    /// Sends all of `buf` by `deadline`, without raising `SIGPIPE` if the
-    /// peer is gone. A peer that reads too slowly gets `TimedOut`.
-    pub(crate) fn send_all(&self, mut buf: &[u8], deadline: Instant) -> io::Result<()> {
-        while !buf.is_empty() {
-            if Instant::now() >= deadline {
-                return Err(io::Error::new(io::ErrorKind::TimedOut, "client too slow"));
-            }
-            // SAFETY: `buf` is a live slice readable for `buf.len()` bytes,
-            // and the fd is an open socket owned by `self` for the call.
-            let n =
-                unsafe { libc::send(self.as_raw_fd(), buf.as_ptr().cast(), buf.len(), NO_SIGPIPE) };
-            if n < 0 {
-                let e = io::Error::last_os_error();
-                if e.kind() == io::ErrorKind::Interrupted {
-                    continue;
-                }
-                if e.kind() == io::ErrorKind::WouldBlock {
-                    // SO_SNDTIMEO expired: the peer is not reading.
-                    return Err(io::Error::new(io::ErrorKind::TimedOut, "client too slow"));
-                }
-                return Err(e);
-            }
-            if n == 0 {
-                return Err(io::ErrorKind::WriteZero.into());
-            }
-            buf = &buf[n as usize..];
-        }
-        Ok(())
-    }
-
-    /// One non-blocking attempt to send `buf` (a farewell to a refused
-    /// client); whatever does not fit is dropped.
-    pub(crate) fn send_once(&self, buf: &[u8]) {
-        let flags = NO_SIGPIPE | libc::MSG_DONTWAIT;
-        // SAFETY: as in send_all.
-        let _ = unsafe { libc::send(self.as_raw_fd(), buf.as_ptr().cast(), buf.len(), flags) };
-    }
-}
-
-impl AsRawFd for Conn {
-    fn as_raw_fd(&self) -> RawFd {
-        match self {
-            Conn::Unix(s) => s.as_raw_fd(),
-            Conn::Tcp(s) => s.as_raw_fd(),
-        }
-    }
-}
-
-impl Read for Conn {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        match self {
-            Conn::Unix(s) => s.read(buf),
-            Conn::Tcp(s) => s.read(buf),
         }
     }
 }

@@ -30,7 +30,7 @@ impl Shard {
     /// Whether any guard of this shard is still held.
     fn has_outstanding_guards(&self) -> bool {
         let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-        entries.iter().any(|e| e.outstanding.get() != 0)
+        entries.iter().any(|e| e.has_outstanding_guards())
     }
 }
 

@@ -15,13 +15,6 @@
 //!   `downgrade`: the hold in the old mode ends and a NOWAIT acquisition in
 //!   the new mode begins at the call site (the lock is never free between).
 //! - a guard's `unlocked(_fair)`, `bump`: as for [`Mutex`](crate::Mutex).
-//!
-//! # Differences from `parking_lot::RwLock`
-//! - Guards are never `Send`, as with parking_lot's default features.
-//! - `read_recursive` is offered for raw locks implementing
-//!   [`RawRwLockRecursive`] (parking_lot's `RawRwLock` does).
-//! - Spin rounds and sleeps inside a foreign raw lock are invisible.
-//! - No `arc_lock`, `serde` or `owning_ref` integrations.
 
 mod guards;
 mod recursive;
@@ -54,6 +47,17 @@ pub struct MeteredRwLock<R: RawRwLock, T: ?Sized> {
 }
 
 /// The drop-in replacement for `parking_lot::RwLock`.
+///
+/// # Differences from parking_lot
+/// - Guards are never `Send`, as with parking_lot's default features.
+/// - `read_recursive` and its `try_` forms exist for raw locks that
+///   implement [`RawRwLockRecursive`] (parking_lot's `RawRwLock` does);
+///   lock_api 0.5 has no such trait.
+/// - `raw()` is this crate's `lock_api` 0.5 lock and bypasses the meter.
+/// - Observed, a guard's `bump` always unlocks fairly and locks again.
+/// - `MappedRwLockReadGuard::try_map_or_else` (lock_api 0.4's name) is
+///   offered beside `try_map_or_err`.
+/// - No `arc_lock`, `serde` or `owning_ref` integrations.
 ///
 /// # Examples
 ///
@@ -121,7 +125,7 @@ impl<R: RawRwLock, T> MeteredRwLock<R, T> {
     pub const fn from_raw(raw: R, value: T) -> Self {
         MeteredRwLock {
             raw,
-            meta: Meta::new(Class::new(None, Location::caller())),
+            meta: Meta::new(Class::new(None, Location::caller()), LockKind::Rwlock),
             data: UnsafeCell::new(value),
         }
     }
@@ -129,7 +133,7 @@ impl<R: RawRwLock, T> MeteredRwLock<R, T> {
     const fn from_class(class: Class, value: T) -> Self {
         MeteredRwLock {
             raw: R::INIT,
-            meta: Meta::new(class),
+            meta: Meta::new(class, LockKind::Rwlock),
             data: UnsafeCell::new(value),
         }
     }
@@ -153,7 +157,6 @@ impl<R: RawRwLock, T: ?Sized> MeteredRwLock<R, T> {
     pub(crate) fn read_at(&self, site: &'static Location<'static>) -> (R::SharedGuard, Hold) {
         meter::acquire(
             &self.meta,
-            LockKind::Rwlock,
             site,
             Mode::Read,
             || self.raw.lock_shared(),
@@ -174,7 +177,6 @@ impl<R: RawRwLock, T: ?Sized> MeteredRwLock<R, T> {
     pub(crate) fn write_at(&self, site: &'static Location<'static>) -> (R::ExclusiveGuard, Hold) {
         meter::acquire(
             &self.meta,
-            LockKind::Rwlock,
             site,
             Mode::Write,
             || self.raw.lock_exclusive(),
@@ -187,13 +189,9 @@ impl<R: RawRwLock, T: ?Sized> MeteredRwLock<R, T> {
     #[track_caller]
     #[inline]
     pub fn try_read(&self) -> Option<MeteredReadGuard<'_, R, T>> {
-        meter::try_acquire(
-            &self.meta,
-            LockKind::Rwlock,
-            Location::caller(),
-            Mode::Read,
-            || self.raw.try_lock_shared(),
-        )
+        meter::try_acquire(&self.meta, Location::caller(), Mode::Read, || {
+            self.raw.try_lock_shared()
+        })
         .map(|(raw, hold)| MeteredReadGuard::new(self, raw, hold))
     }
 
@@ -201,13 +199,9 @@ impl<R: RawRwLock, T: ?Sized> MeteredRwLock<R, T> {
     #[track_caller]
     #[inline]
     pub fn try_write(&self) -> Option<MeteredWriteGuard<'_, R, T>> {
-        meter::try_acquire(
-            &self.meta,
-            LockKind::Rwlock,
-            Location::caller(),
-            Mode::Write,
-            || self.raw.try_lock_exclusive(),
-        )
+        meter::try_acquire(&self.meta, Location::caller(), Mode::Write, || {
+            self.raw.try_lock_exclusive()
+        })
         .map(|(raw, hold)| MeteredWriteGuard::new(self, raw, hold))
     }
 
@@ -220,7 +214,7 @@ impl<R: RawRwLock, T: ?Sized> MeteredRwLock<R, T> {
         held: G,
     ) -> (G, Hold) {
         let mut held = Some(held);
-        meter::try_acquire(&self.meta, LockKind::Rwlock, site, mode, || held.take())
+        meter::try_acquire(&self.meta, site, mode, || held.take())
             .expect("a lock already held is acquired at the first attempt")
     }
 
@@ -336,7 +330,6 @@ impl<R: RawRwLockTimed, T: ?Sized> MeteredRwLock<R, T> {
     pub fn try_read_for(&self, timeout: R::Duration) -> Option<MeteredReadGuard<'_, R, T>> {
         meter::acquire_timed(
             &self.meta,
-            LockKind::Rwlock,
             Location::caller(),
             Mode::Read,
             || self.raw.try_lock_shared(),
@@ -350,7 +343,6 @@ impl<R: RawRwLockTimed, T: ?Sized> MeteredRwLock<R, T> {
     pub fn try_write_for(&self, timeout: R::Duration) -> Option<MeteredWriteGuard<'_, R, T>> {
         meter::acquire_timed(
             &self.meta,
-            LockKind::Rwlock,
             Location::caller(),
             Mode::Write,
             || self.raw.try_lock_exclusive(),
@@ -364,7 +356,6 @@ impl<R: RawRwLockTimed, T: ?Sized> MeteredRwLock<R, T> {
     pub fn try_read_until(&self, deadline: R::Instant) -> Option<MeteredReadGuard<'_, R, T>> {
         meter::acquire_timed(
             &self.meta,
-            LockKind::Rwlock,
             Location::caller(),
             Mode::Read,
             || self.raw.try_lock_shared(),
@@ -378,7 +369,6 @@ impl<R: RawRwLockTimed, T: ?Sized> MeteredRwLock<R, T> {
     pub fn try_write_until(&self, deadline: R::Instant) -> Option<MeteredWriteGuard<'_, R, T>> {
         meter::acquire_timed(
             &self.meta,
-            LockKind::Rwlock,
             Location::caller(),
             Mode::Write,
             || self.raw.try_lock_exclusive(),
@@ -397,7 +387,6 @@ impl<R: RawRwLockRecursive, T: ?Sized> MeteredRwLock<R, T> {
     pub fn read_recursive(&self) -> MeteredReadGuard<'_, R, T> {
         let (raw, hold) = meter::acquire(
             &self.meta,
-            LockKind::Rwlock,
             Location::caller(),
             Mode::Read,
             || self.raw.lock_shared_recursive(),
@@ -411,13 +400,9 @@ impl<R: RawRwLockRecursive, T: ?Sized> MeteredRwLock<R, T> {
     /// counts in RJECT.
     #[track_caller]
     pub fn try_read_recursive(&self) -> Option<MeteredReadGuard<'_, R, T>> {
-        meter::try_acquire(
-            &self.meta,
-            LockKind::Rwlock,
-            Location::caller(),
-            Mode::Read,
-            || self.raw.try_lock_shared_recursive(),
-        )
+        meter::try_acquire(&self.meta, Location::caller(), Mode::Read, || {
+            self.raw.try_lock_shared_recursive()
+        })
         .map(|(raw, hold)| MeteredReadGuard::new(self, raw, hold))
     }
 }
@@ -431,7 +416,6 @@ impl<R: RawRwLockRecursiveTimed, T: ?Sized> MeteredRwLock<R, T> {
     ) -> Option<MeteredReadGuard<'_, R, T>> {
         meter::acquire_timed(
             &self.meta,
-            LockKind::Rwlock,
             Location::caller(),
             Mode::Read,
             || self.raw.try_lock_shared_recursive(),
@@ -448,7 +432,6 @@ impl<R: RawRwLockRecursiveTimed, T: ?Sized> MeteredRwLock<R, T> {
     ) -> Option<MeteredReadGuard<'_, R, T>> {
         meter::acquire_timed(
             &self.meta,
-            LockKind::Rwlock,
             Location::caller(),
             Mode::Read,
             || self.raw.try_lock_shared_recursive(),
@@ -475,7 +458,6 @@ impl<R: RawRwLockUpgrade, T: ?Sized> MeteredRwLock<R, T> {
     ) -> (R::UpgradableGuard, Hold) {
         meter::acquire(
             &self.meta,
-            LockKind::Rwlock,
             site,
             Mode::Upgradable,
             || self.raw.lock_upgradable(),
@@ -487,13 +469,9 @@ impl<R: RawRwLockUpgrade, T: ?Sized> MeteredRwLock<R, T> {
     /// Upgradable access if available now; a failure counts in RJECT.
     #[track_caller]
     pub fn try_upgradable_read(&self) -> Option<MeteredUpgradableReadGuard<'_, R, T>> {
-        meter::try_acquire(
-            &self.meta,
-            LockKind::Rwlock,
-            Location::caller(),
-            Mode::Upgradable,
-            || self.raw.try_lock_upgradable(),
-        )
+        meter::try_acquire(&self.meta, Location::caller(), Mode::Upgradable, || {
+            self.raw.try_lock_upgradable()
+        })
         .map(|(raw, hold)| MeteredUpgradableReadGuard::new(self, raw, hold))
     }
 
@@ -519,7 +497,6 @@ impl<R: RawRwLockUpgrade, T: ?Sized> MeteredRwLock<R, T> {
         let take = || slot.take().expect("the upgradable guard is used once");
         meter::acquire(
             &self.meta,
-            LockKind::Rwlock,
             site,
             Mode::Write,
             // SAFETY: `take()` is this guard's upgradable lock, held.
@@ -544,7 +521,7 @@ impl<R: RawRwLockUpgrade, T: ?Sized> MeteredRwLock<R, T> {
         site: &'static Location<'static>,
     ) -> Result<(R::ExclusiveGuard, Hold), R::UpgradableGuard> {
         let slot = Cell::new(Some(up));
-        let got = meter::try_acquire(&self.meta, LockKind::Rwlock, site, Mode::Write, || {
+        let got = meter::try_acquire(&self.meta, site, Mode::Write, || {
             let up = slot.take()?;
             // SAFETY: `up` is this guard's upgradable lock, held.
             match unsafe { self.raw.try_upgrade(up) } {
@@ -571,7 +548,6 @@ impl<R: RawRwLockUpgradeTimed, T: ?Sized> MeteredRwLock<R, T> {
     ) -> Option<MeteredUpgradableReadGuard<'_, R, T>> {
         meter::acquire_timed(
             &self.meta,
-            LockKind::Rwlock,
             Location::caller(),
             Mode::Upgradable,
             || self.raw.try_lock_upgradable(),
@@ -588,7 +564,6 @@ impl<R: RawRwLockUpgradeTimed, T: ?Sized> MeteredRwLock<R, T> {
     ) -> Option<MeteredUpgradableReadGuard<'_, R, T>> {
         meter::acquire_timed(
             &self.meta,
-            LockKind::Rwlock,
             Location::caller(),
             Mode::Upgradable,
             || self.raw.try_lock_upgradable(),
@@ -608,7 +583,6 @@ impl<R: RawRwLockUpgradeTimed, T: ?Sized> MeteredRwLock<R, T> {
         let slot = Cell::new(Some(up));
         let got = meter::acquire_timed(
             &self.meta,
-            LockKind::Rwlock,
             site,
             Mode::Write,
             || {

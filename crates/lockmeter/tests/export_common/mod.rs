@@ -12,8 +12,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use lockmeter::export::SnapshotSource;
-use lockmeter_model::discovery;
 use lockmeter_model::{LockKind, LockStats, ProcessInfo, SiteStats, Snapshot, Stats, Window};
+use lockmeter_wire::discovery;
 
 /// The lock class every fake snapshot and the demo program use.
 pub const LOCK: &str = "demo.counter";

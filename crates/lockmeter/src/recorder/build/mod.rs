@@ -9,7 +9,6 @@
 
 use std::borrow::Cow;
 use std::collections::hash_map::Entry as MapEntry;
-use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
 use lockmeter_model::{Holder, LockKind, LockStats, SiteStats, Stats};
@@ -20,7 +19,7 @@ mod sum;
 use self::names::Sym;
 pub(crate) use self::names::{FastMap, KeyCache, Names};
 use self::sum::StatsSum;
-use super::entry::{Entry, HOLDER_SLOTS};
+use super::entry::Entry;
 use super::shard::Shard;
 use crate::class::Mode;
 
@@ -43,7 +42,7 @@ struct ClassInfo {
 
 /// The key and class of an entry.
 fn entry_key(e: &Entry, names: &mut Names) -> (RecordKey, ClassInfo) {
-    let key = &e.key;
+    let key = e.key();
     let (id, parent) = names.class(&key.class);
     (
         RecordKey {
@@ -59,59 +58,19 @@ fn entry_key(e: &Entry, names: &mut Names) -> (RecordKey, ClassInfo) {
     )
 }
 
-/// The counters of an entry.
-fn entry_stats(e: &Entry) -> Stats {
-    let (hold_ns, hold_timed) = e.hold_estimate();
-    let (nowait, contended) = (e.nowait.get(), e.contended.get());
-    Stats {
-        acquisitions: nowait + contended,
-        nowait,
-        contended,
-        rejected: e.rejected.get(),
-        spins: e.spins.get(),
-        sleeps: e.sleeps.get(),
-        bounces: e.bounces.get(),
-        hold_ns,
-        hold_timed,
-        wait_ns: e.wait.read(),
-        waits: e.waits.get(),
-        wake_calls: e.wake_calls.get(),
-        wakeups: e.wakeups.get(),
-        empty_wake_calls: e.empty_wake_calls.get(),
-        spurious_wakeups: e.spurious_wakeups.get(),
-        exclusive_wakeups: e.exclusive_wakeups.get(),
-        max_waiters: e.max_waiters.get(),
-        wake_latency_ns: e.wake_latency.read(),
-        ..Stats::default()
-    }
-}
-
 /// Calls `f` with each holder site of an entry that saw contention.
 fn entry_holders(e: &Entry, names: &mut Names, mut f: impl FnMut(HolderRecord)) {
-    // Holders are charged by contended acquisitions only (after counting
-    // them), so an uncontended entry has none: skip reading its slots,
-    // cache lines of their own at the far end of the entry.
-    if e.contended.get() == 0 {
-        return;
-    }
-    for (i, h) in e.holders.iter().enumerate() {
-        let contended = h.contended.get();
-        if contended == 0 {
-            continue;
-        }
-        let site = h.site.load(Relaxed);
-        let site = if i == HOLDER_SLOTS || site.is_null() {
-            names.other()
-        } else {
-            // SAFETY: only `&'static Location` addresses are stored.
-            names.location(unsafe { &*site })
+    e.holders(|site, contended, wait_ns_total| {
+        let site = match site {
+            Some(site) => names.location(site),
+            None => names.other(),
         };
         f(HolderRecord {
             site,
             contended,
-            wait_ns_total: h.wait_ns.get(),
+            wait_ns_total,
         });
-    }
+    });
 }
 
 /// Plain values of one entry, detached from the thread that wrote them.
@@ -139,8 +98,8 @@ impl SiteRecord {
         SiteRecord {
             key,
             class,
-            instances: e.instances.get(),
-            stats: entry_stats(e),
+            instances: e.instances(),
+            stats: e.stats(),
             holders,
         }
     }
@@ -314,7 +273,7 @@ impl Grouper {
 
     /// Pass 2 for a live entry.
     pub(crate) fn fill_entry(&mut self, e: &Entry, names: &mut Names) {
-        let lock = self.fill_parts(e.instances.get(), Cow::Owned(entry_stats(e)));
+        let lock = self.fill_parts(e.instances(), Cow::Owned(e.stats()));
         entry_holders(e, names, |h| lock.add_holder(h));
     }
 

@@ -1,6 +1,10 @@
 //! Replacing a file so that a reader, or a crash, only ever sees the old
 //! contents or the new ones: write a temporary file in the same directory,
 //! fsync it, rename it over the target, fsync the directory.
+//!
+//! The temporary name is unique per writer (process id and a counter), and
+//! created with `create_new`, so concurrent writers never share or follow
+//! one. Used by the library's dumps and the viewer's `d` alike.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
@@ -11,7 +15,17 @@ use std::sync::atomic::{AtomicU64, Ordering};
 static NEXT_TMP: AtomicU64 = AtomicU64::new(0);
 
 /// Atomically replaces `path` with `bytes`. Errors name the path.
-pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+///
+/// # Examples
+///
+/// ```
+/// let path = std::env::temp_dir().join(format!("lockmeter-doc-{}.txt", std::process::id()));
+/// lockmeter_wire::write_atomic(&path, b"v1")?;
+/// assert_eq!(std::fs::read(&path)?, b"v1");
+/// # std::fs::remove_file(&path)?;
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let context =
         |e: io::Error| io::Error::new(e.kind(), format!("cannot write {}: {e}", path.display()));
     let name = path.file_name().ok_or_else(|| {

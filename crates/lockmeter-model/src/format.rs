@@ -1,4 +1,7 @@
 //! Human-readable numbers: durations, percentages, counts and names.
+//!
+//! Below everything that prints ([`crate::render`], [`crate::advice`]), so
+//! that none of them depends on another for its number formatting.
 
 /// A duration in nanoseconds with about three significant digits:
 /// `812ns`, `1.4us`, `812us`, `12.3ms`, `3.20s`.
@@ -9,7 +12,7 @@
 /// # Examples
 ///
 /// ```
-/// use lockmeter_model::render::format_ns;
+/// use lockmeter_model::format::format_ns;
 /// assert_eq!(format_ns(812), "812ns");
 /// assert_eq!(format_ns(1_400), "1.4us");
 /// assert_eq!(format_ns(12_300_000), "12.3ms");
@@ -50,7 +53,7 @@ fn round_to(v: f64, decimals: i32) -> f64 {
 /// # Examples
 ///
 /// ```
-/// use lockmeter_model::render::format_pct;
+/// use lockmeter_model::format::format_pct;
 /// assert_eq!(format_pct(58.0), "58.0%");
 /// assert_eq!(format_pct(f64::NAN), "n/a");
 /// ```

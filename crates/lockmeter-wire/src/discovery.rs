@@ -6,9 +6,12 @@
 //! directory `lockmeter-<uid>` under the temp dir. The directory must be a
 //! real directory (not a symlink) owned by the current user with no group
 //! or other permissions; anything else is refused, so another user cannot
-//! plant sockets or redirect a viewer. [`list_endpoints`] reads these
-//! directories, keeps the sockets of running processes and deletes the
-//! sockets of dead ones.
+//! plant sockets or redirect a viewer.
+//!
+//! [`scan_endpoints`] only reads: it returns the sockets of running
+//! processes and, separately, those left behind by dead ones.
+//! [`Scan::remove_stale`] deletes the latter, and
+//! [`list_endpoints_removing_stale`] does both, as `lockmeter list` does.
 //!
 //! Only `std` and `libc`; no lock code.
 
@@ -19,11 +22,12 @@ use std::io;
 use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use crate::wire::EndpointAddr;
+use crate::EndpointAddr;
 
 /// A running process's endpoint found on disk.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EndpointInfo {
+    /// The process id, from the socket's name.
     pub pid: u32,
     /// The process's command name (`/proc/<pid>/comm`), empty if unknown.
     pub name: String,
@@ -70,34 +74,64 @@ fn candidate_dirs() -> Vec<PathBuf> {
     dirs
 }
 
-/// The endpoints of this user's running processes, by pid. Sockets of dead
-/// processes are deleted on the way.
-pub fn list_endpoints() -> Vec<EndpointInfo> {
-    let mut all: Vec<EndpointInfo> = candidate_dirs()
-        .iter()
-        .flat_map(|d| list_endpoints_in(d))
-        .collect();
-    all.sort_by_key(|e| e.pid);
-    all.dedup_by_key(|e| e.pid);
+/// What a look at the socket directories found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Scan {
+    /// Endpoints of running processes, by pid.
+    pub live: Vec<EndpointInfo>,
+    /// Sockets of processes that no longer exist: no one can be binding
+    /// these paths, so [`Scan::remove_stale`] may delete them.
+    pub stale: Vec<PathBuf>,
+}
+
+impl Scan {
+    /// Deletes the stale sockets; returns how many were removed.
+    pub fn remove_stale(&self) -> usize {
+        self.stale
+            .iter()
+            .filter(|p| fs::remove_file(p).is_ok())
+            .count()
+    }
+}
+
+/// Reads every directory a default endpoint of this user may be in (see
+/// [`socket_dir`]); changes nothing.
+pub fn scan_endpoints() -> Scan {
+    let mut all = Scan::default();
+    for dir in candidate_dirs() {
+        let scan = scan_endpoints_in(&dir);
+        all.live.extend(scan.live);
+        all.stale.extend(scan.stale);
+    }
+    all.live.sort_by_key(|e| e.pid);
+    all.live.dedup_by_key(|e| e.pid);
     all
 }
 
-/// The endpoint of process `pid`, if it has a default one.
-pub fn find_endpoint(pid: u32) -> Option<EndpointInfo> {
-    list_endpoints().into_iter().find(|e| e.pid == pid)
+/// The endpoints of this user's running processes, by pid, after deleting
+/// the sockets of dead processes: `lockmeter list`.
+pub fn list_endpoints_removing_stale() -> Vec<EndpointInfo> {
+    let scan = scan_endpoints();
+    scan.remove_stale();
+    scan.live
 }
 
-/// The endpoints in `dir` (see [`list_endpoints`]). A directory that fails
+/// The endpoint of process `pid`, if it has a default one. Changes nothing.
+pub fn find_endpoint(pid: u32) -> Option<EndpointInfo> {
+    scan_endpoints().live.into_iter().find(|e| e.pid == pid)
+}
+
+/// The endpoints in `dir` (see [`scan_endpoints`]). A directory that fails
 /// [`check_private_dir`] yields nothing: its sockets are not to be trusted.
-pub fn list_endpoints_in(dir: &Path) -> Vec<EndpointInfo> {
+pub fn scan_endpoints_in(dir: &Path) -> Scan {
+    let mut scan = Scan::default();
     if check_private_dir(dir).is_err() {
-        return Vec::new();
+        return scan;
     }
     let Ok(entries) = fs::read_dir(dir) else {
-        return Vec::new();
+        return scan;
     };
     let bound = bound_unix_paths();
-    let mut found = Vec::new();
     for entry in entries.flatten() {
         let path = entry.path();
         let Some(pid) = pid_of_socket_name(&entry.file_name().to_string_lossy()) else {
@@ -107,8 +141,7 @@ pub fn list_endpoints_in(dir: &Path) -> Vec<EndpointInfo> {
             continue;
         }
         if !process_alive(pid) {
-            // The process is gone, so no one can be binding this path.
-            let _ = fs::remove_file(&path);
+            scan.stale.push(path);
             continue;
         }
         if let Some(bound) = &bound {
@@ -118,14 +151,15 @@ pub fn list_endpoints_in(dir: &Path) -> Vec<EndpointInfo> {
                 continue;
             }
         }
-        found.push(EndpointInfo {
+        scan.live.push(EndpointInfo {
             pid,
             name: process_name(pid),
             path,
         });
     }
-    found.sort_by_key(|e| e.pid);
-    found
+    scan.live.sort_by_key(|e| e.pid);
+    scan.stale.sort();
+    scan
 }
 
 /// `1234.sock` -> 1234.
@@ -322,7 +356,7 @@ mod tests {
     }
 
     #[test]
-    fn lists_live_endpoints_and_removes_dead_ones() {
+    fn a_scan_finds_live_endpoints_and_only_remove_stale_deletes_dead_ones() {
         let dir = private_dir("list");
         let me = std::process::id();
         let live = dir.join(format!("{me}.sock"));
@@ -332,7 +366,11 @@ mod tests {
         fs::write(dir.join("123.txt"), "not a socket").unwrap();
         fs::write(dir.join("1.sock"), "a regular file named like a socket").unwrap();
 
-        let found = list_endpoints_in(&dir);
+        let scan = scan_endpoints_in(&dir);
+        assert_eq!(scan.stale, vec![dead.clone()], "{scan:?}");
+        assert!(dead.exists(), "scanning deleted a file");
+        assert_eq!(scan.remove_stale(), 1);
+        let found = scan.live;
         assert_eq!(found.len(), 1, "{found:?}");
         assert_eq!(found[0].pid, me);
         assert_eq!(found[0].path, live);
@@ -358,7 +396,7 @@ mod tests {
         {
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
-        assert!(list_endpoints_in(&dir).is_empty());
+        assert_eq!(scan_endpoints_in(&dir), Scan::default());
         assert!(path.exists());
         fs::remove_dir_all(&dir).unwrap();
     }
@@ -370,7 +408,7 @@ mod tests {
         assert!(check_private_dir(&dir).is_err());
         let _l = UnixListener::bind(dir.join(format!("{}.sock", std::process::id()))).unwrap();
         assert!(
-            list_endpoints_in(&dir).is_empty(),
+            scan_endpoints_in(&dir).live.is_empty(),
             "sockets in a group/world-readable dir were trusted"
         );
         // Our own dir with loose permissions is tightened, not refused.

@@ -1,0 +1,124 @@
+//! Regression test: the viewer's rates (the interval between two cumulative
+//! snapshots of a recording, the demo or an endpoint) are the model's
+//! `Snapshot::since`, not a copy of it. The copy the viewer once had
+//! dropped `hold_timed` (so an interval written with `d` in rates mode
+//! claimed no hold was timed), bounded a window's minimum by another rule,
+//! and matched the last of two rows with one id where the model matches
+//! the first.
+
+use lockmeter_model::dist::{bucket_index, BUCKETS};
+use lockmeter_model::{Dist, LockKind, LockStats, ProcessInfo, SiteStats, Snapshot, Stats, Window};
+use lockmeter_viewer::state::playback::frames_from;
+
+fn dist(values: &[u64]) -> Dist {
+    let mut counts = vec![0u64; BUCKETS];
+    for &v in values {
+        counts[bucket_index(v)] += 1;
+    }
+    let min = values.iter().copied().min().unwrap_or(0);
+    let max = values.iter().copied().max().unwrap_or(0);
+    Dist::from_buckets(&counts, values.len() as u64, values.iter().sum(), min, max)
+}
+
+fn lock(id: &str, acquisitions: u64, holds: &[u64], hold_timed: u64, elapsed: u64) -> LockStats {
+    let mut stats = Stats {
+        acquisitions,
+        nowait: acquisitions,
+        hold_ns: dist(holds),
+        hold_timed,
+        ..Stats::default()
+    };
+    stats.refresh_derived(elapsed);
+    LockStats {
+        id: id.into(),
+        name: id.into(),
+        kind: LockKind::Mutex,
+        created_at: "x.rs:1:1".into(),
+        instances: 1,
+        parent: None,
+        total: stats.clone(),
+        sites: vec![SiteStats {
+            site: "x.rs:2:2".into(),
+            mode: None,
+            stats,
+        }],
+        holders: Vec::new(),
+    }
+}
+
+/// A cumulative snapshot of one growing window (start fixed at 100).
+fn cumulative(elapsed: u64, locks: Vec<LockStats>) -> Snapshot {
+    let mut s = Snapshot::empty(
+        ProcessInfo {
+            pid: 1,
+            name: "t".into(),
+        },
+        "mock",
+    );
+    s.window = Window {
+        start_unix_ns: 100,
+        end_unix_ns: 100 + elapsed,
+        elapsed_ns: elapsed,
+    };
+    s.locks = locks;
+    s
+}
+
+#[test]
+fn a_recordings_rates_are_the_models_since() {
+    // Sampled holds: 4 timed of 8, then 10 timed of 20.
+    let before = cumulative(
+        1_000,
+        vec![
+            lock("a", 8, &[300, 300, 300, 300], 4, 1_000),
+            // A second row with the same id: the model matches the first.
+            lock("a", 80, &[900; 8], 8, 1_000),
+        ],
+    );
+    let after = cumulative(
+        3_000,
+        vec![
+            // New holds of 10 ns: a minimum set inside the window.
+            lock(
+                "a",
+                20,
+                &[300, 300, 300, 300, 10, 10, 10, 10, 10, 10],
+                10,
+                3_000,
+            ),
+            lock("a", 90, &[900; 9], 9, 3_000),
+        ],
+    );
+    let frames = frames_from(vec![before.clone(), after.clone()]);
+    let interval = &frames[1].interval;
+    assert_eq!(*interval, after.since(&before));
+
+    let first = &interval.locks[0].total;
+    assert_eq!(first.hold_timed, 6, "the interval lost hold_timed");
+    assert_eq!(first.acquisitions, 12, "matched the wrong row of id `a`");
+    assert_eq!(first.hold_ns.min, 10, "the window's minimum was bounded");
+}
+
+#[test]
+fn an_interval_keeps_its_timed_holds_and_the_models_minimum_bound() {
+    // The window's holds are all 300 ns; the 10 ns minimum is older.
+    let before = cumulative(1_000, vec![lock("a", 4, &[10, 300], 2, 1_000)]);
+    let after = cumulative(
+        3_000,
+        vec![lock("a", 10, &[10, 300, 300, 300, 300], 5, 3_000)],
+    );
+    let frames = frames_from(vec![before.clone(), after.clone()]);
+    let interval = &frames[1].interval;
+    let want = after.since(&before);
+    assert_eq!(*interval, want);
+    let hold = &interval.locks[0].total;
+    assert_eq!(hold.hold_timed, 3, "the interval lost hold_timed");
+    assert_eq!(hold.hold_ns.count, 3);
+    // Bounded below by the bucket the window's samples fell in.
+    assert!(
+        hold.hold_ns.min > 10 && hold.hold_ns.min <= 300,
+        "{}",
+        hold.hold_ns.min
+    );
+    assert_eq!(hold.hold_ns.min, want.locks[0].total.hold_ns.min);
+}
