@@ -122,18 +122,35 @@ fn op_pair(cfg: &Config, bare: impl Fn(), inst: impl Fn()) -> Pair {
     )
 }
 
+/// [`op_pair`] of the same operation `l => op` on a bare lock and on its
+/// instrumented twin (both hidden from the optimizer with `black_box`).
+macro_rules! same_op {
+    ($cfg:expr, $bare:expr, $inst:expr, $l:ident => $op:expr) => {{
+        let (bare, inst) = (black_box(&$bare), black_box(&$inst));
+        op_pair(
+            $cfg,
+            || {
+                let $l = bare;
+                $op;
+            },
+            || {
+                let $l = inst;
+                $op;
+            },
+        )
+    }};
+}
+
 fn spinlock(cfg: &Config) -> Pair {
     let bare = BareSpinLock::new(0u64);
     let inst = lockmeter::SpinLock::named("bench.spinlock", 0u64);
-    let (bare, inst) = (black_box(&bare), black_box(&inst));
-    op_pair(cfg, || *bare.lock() += 1, || *inst.lock() += 1)
+    same_op!(cfg, bare, inst, l => *l.lock() += 1)
 }
 
 fn mutex(cfg: &Config) -> Pair {
     let bare = parking_lot::Mutex::new(0u64);
     let inst = lockmeter::Mutex::named("bench.mutex", 0u64);
-    let (bare, inst) = (black_box(&bare), black_box(&inst));
-    op_pair(cfg, || *bare.lock() += 1, || *inst.lock() += 1)
+    same_op!(cfg, bare, inst, l => *l.lock() += 1)
 }
 
 /// `lockmeter::sync::Mutex` against std's, `.lock().unwrap()` both: the
@@ -152,38 +169,20 @@ fn sync_mutex(cfg: &Config) -> Pair {
 fn rwlock_read(cfg: &Config) -> Pair {
     let bare = parking_lot::RwLock::new(1u64);
     let inst = lockmeter::RwLock::named("bench.rwlock", 1u64);
-    let (bare, inst) = (black_box(&bare), black_box(&inst));
-    op_pair(
-        cfg,
-        || {
-            black_box(*bare.read());
-        },
-        || {
-            black_box(*inst.read());
-        },
-    )
+    same_op!(cfg, bare, inst, l => black_box(*l.read()))
 }
 
 fn rwlock_write(cfg: &Config) -> Pair {
     let bare = parking_lot::RwLock::new(0u64);
     let inst = lockmeter::RwLock::named("bench.rwlock", 0u64);
-    let (bare, inst) = (black_box(&bare), black_box(&inst));
-    op_pair(cfg, || *bare.write() += 1, || *inst.write() += 1)
+    same_op!(cfg, bare, inst, l => *l.write() += 1)
 }
 
 fn semaphore(cfg: &Config) -> Pair {
     let bare = BareSemaphore::new(1);
     let inst = lockmeter::Semaphore::named("bench.semaphore", 1);
-    let (bare, inst) = (black_box(&bare), black_box(&inst));
-    op_pair(
-        cfg,
-        || {
-            bare.down();
-            bare.up();
-        },
-        || {
-            inst.down();
-            inst.up();
-        },
-    )
+    same_op!(cfg, bare, inst, l => {
+        l.down();
+        l.up();
+    })
 }

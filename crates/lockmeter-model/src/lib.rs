@@ -8,11 +8,12 @@
 //! - [`Snapshot`] and its parts: the v1 JSON object (see `docs/format.md`).
 //! - [`dist`]: the log-bucket layout shared by the recorder and readers.
 //! - [`read`]: parsing dumps and recordings with clear errors.
-//! - [`format`]: human-readable durations, percentages and counts.
+//! - [`format`](mod@format): human-readable durations, percentages and counts.
 //! - [`render`]: the text table, CSV and JSON renderings.
 //! - [`metric`]: the metric table every sort, diff and column reads.
 //! - [`diff`]: before/after comparison of two snapshots.
 //! - [`advice`]: advisories computed from the stats.
+//! - [`now`]: what is held and waited on now, deadlocks, lock order.
 //!
 //! Moving snapshots between processes and onto disk (the endpoint's
 //! messages, sockets, discovery, atomic writes) is `lockmeter-wire`'s job.
@@ -25,6 +26,7 @@ pub mod diff;
 pub mod dist;
 pub mod format;
 pub mod metric;
+pub mod now;
 pub mod read;
 pub mod render;
 mod snapshot;

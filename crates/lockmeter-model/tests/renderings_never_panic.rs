@@ -195,6 +195,9 @@ fn snapshot() -> impl Strategy<Value = Snapshot> {
             dropped_records: end,
             sampling: Default::default(),
             locks,
+            now: Default::default(),
+            deadlocks: Vec::new(),
+            lock_order: Default::default(),
         })
 }
 

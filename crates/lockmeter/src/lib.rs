@@ -107,19 +107,24 @@
 //! sendable(queue.lock());
 //! ```
 
+#![warn(missing_docs)]
+
 mod backoff;
 mod class;
 mod clock;
 mod condvar;
+mod env;
 #[cfg(unix)]
 pub mod export;
 mod layer;
 mod meter;
 mod mutex;
+mod now;
 mod on_drop;
 mod primitive;
 mod recorder;
 mod reentrant_mutex;
+mod report;
 mod rwlock;
 mod semaphore;
 mod slow;
@@ -134,10 +139,18 @@ pub use mutex::{
     const_fair_mutex, const_mutex, FairMutex, FairMutexGuard, MappedFairMutexGuard,
     MappedMutexGuard, MeteredMappedMutexGuard, MeteredMutex, MeteredMutexGuard, Mutex, MutexGuard,
 };
+pub use now::DEFAULT_DEADLOCK_INTERVAL;
 pub use reentrant_mutex::{
     const_reentrant_mutex, MappedReentrantMutexGuard, MeteredMappedReentrantMutexGuard,
     MeteredReentrantMutex, MeteredReentrantMutexGuard, ReentrantMutex, ReentrantMutexGuard,
 };
+
+/// The `now` tables' seqlock, for the loom models in `tests/loom.rs` only.
+#[cfg(lockmeter_loom)]
+#[doc(hidden)]
+pub mod loom_now {
+    pub use crate::now::table::{Rec, Table, View};
+}
 pub use rwlock::{
     const_rwlock, MappedRwLockReadGuard, MappedRwLockWriteGuard, MeteredMappedReadGuard,
     MeteredMappedWriteGuard, MeteredReadGuard, MeteredRwLock, MeteredUpgradableReadGuard,

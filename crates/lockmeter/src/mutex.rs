@@ -41,7 +41,7 @@ use crate::recorder;
 ///
 /// `repr(C)` keeps the lock word first, followed by the per-instance fields
 /// written on every acquisition: on one cache line with it, so a hand-off
-/// moves as few lines as it can (see `Meta`'s layout).
+/// moves as few lines as it can (see the layout of `meter::Meta`).
 #[repr(C)]
 pub struct MeteredMutex<R: RawMutex, T: ?Sized> {
     raw: R,

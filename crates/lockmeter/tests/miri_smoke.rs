@@ -65,3 +65,67 @@ fn every_primitive_under_observation() {
     assert_eq!(lock(&snap, "miri.mutex").total.acquisitions, 3);
     assert_eq!(lock(&snap, "miri.sem").total.acquisitions, 3);
 }
+
+/// The per-thread tables behind `now`: holds recorded and forgotten, a
+/// snapshot resolving them from another thread, and a thread exiting.
+#[test]
+fn now_reads_held_locks_of_live_threads() {
+    let (clock, _mock) = quanta::Clock::mock();
+    let layer = Layer::builder().clock(clock).lock_order(true).build();
+    let handle = layer.handle();
+    let dispatch = tracing::Dispatch::new(tracing::subscriber::NoSubscriber::default().with(layer));
+    tracing::dispatcher::with_default(&dispatch, || {
+        let spin = SpinLock::named("miri.now.spin", 0u32);
+        let rw = Arc::new(RwLock::named("miri.now.rw", 0u8));
+        let s = spin.lock();
+        let r = rw.read();
+        let snap = handle.snapshot();
+        let ids: Vec<&str> = snap.now.locks.iter().map(|l| l.id.as_str()).collect();
+        assert_eq!(ids.len(), 2, "{ids:?}");
+        assert!(ids.contains(&"miri.now.spin") && ids.contains(&"miri.now.rw"));
+        drop(r);
+        drop(s);
+        let rw2 = rw.clone();
+        spawn_observed(move || drop(rw2.write())).join().unwrap();
+        let snap = handle.snapshot();
+        assert!(snap.now.locks.is_empty(), "{:?}", snap.now);
+        assert!(snap
+            .lock_order
+            .edges
+            .iter()
+            .any(|e| e.held == "miri.now.spin" && e.acquired == "miri.now.rw"));
+    });
+}
+
+/// `lockmeter::sync`'s unsafe: the metered guard's parts kept in the mutex
+/// while held, taken out and put back around a condvar wait, and read out
+/// once when the guard drops, observed and not.
+#[test]
+fn sync_mutex_keeps_its_guard_parts_soundly() {
+    use lockmeter::sync::{Condvar, Mutex as StdMutex};
+    let run = || {
+        let pair = Arc::new((StdMutex::named("miri.sync", 0u32), Condvar::new()));
+        let p2 = pair.clone();
+        let t = spawn_observed(move || {
+            let (m, c) = &*p2;
+            *m.lock().unwrap() = 1;
+            c.notify_one();
+        });
+        let (m, c) = &*pair;
+        let g = c.wait_while(m.lock().unwrap(), |v| *v == 0).unwrap();
+        assert_eq!(*g, 1);
+        let (g, _) = c
+            .wait_timeout(g, std::time::Duration::from_millis(1))
+            .unwrap();
+        drop(g);
+        t.join().unwrap();
+        assert!(m.try_lock().is_ok());
+    };
+    run();
+    let (clock, _mock) = quanta::Clock::mock();
+    let layer = Layer::builder().clock(clock).process_name("miri").build();
+    let handle = layer.handle();
+    let dispatch = tracing::Dispatch::new(tracing::subscriber::NoSubscriber::default().with(layer));
+    tracing::dispatcher::with_default(&dispatch, run);
+    assert!(lock(&handle.snapshot(), "miri.sync").total.acquisitions >= 3);
+}

@@ -15,63 +15,52 @@ use criterion::Criterion;
 
 use bare::{BareSemaphore, BareSpinLock};
 
+/// The same operation `l => op` on a bare lock and on its instrumented
+/// twin, as `{prefix}bare` and `{prefix}instrumented` in `group`.
+macro_rules! same_op {
+    ($c:expr, $group:expr, $prefix:expr, $bare:expr, $inst:expr, $l:ident => $op:expr) => {{
+        let (bare, inst) = ($bare, $inst);
+        pair(
+            $c,
+            $group,
+            $prefix,
+            || {
+                let $l = black_box(bare);
+                $op
+            },
+            || {
+                let $l = black_box(inst);
+                $op
+            },
+        );
+    }};
+}
+
 /// Every pair, in groups named `{phase}/{lock}`.
 pub fn lock_pairs(c: &mut Criterion, phase: &str) {
     let bare = BareSpinLock::new(0u64);
     let inst = lockmeter::SpinLock::named("bench.spinlock", 0u64);
-    pair(
-        c,
-        &format!("{phase}/spinlock"),
-        "",
-        || *black_box(&bare).lock() += 1,
-        || *black_box(&inst).lock() += 1,
-    );
+    let group = format!("{phase}/spinlock");
+    same_op!(c, &group, "", &bare, &inst, l => *l.lock() += 1);
 
     let bare = parking_lot::Mutex::new(0u64);
     let inst = lockmeter::Mutex::named("bench.mutex", 0u64);
-    pair(
-        c,
-        &format!("{phase}/mutex"),
-        "",
-        || *black_box(&bare).lock() += 1,
-        || *black_box(&inst).lock() += 1,
-    );
+    let group = format!("{phase}/mutex");
+    same_op!(c, &group, "", &bare, &inst, l => *l.lock() += 1);
 
     let bare = parking_lot::RwLock::new(0u64);
     let inst = lockmeter::RwLock::named("bench.rwlock", 0u64);
     let group = format!("{phase}/rwlock");
-    pair(
-        c,
-        &group,
-        "read/",
-        || *black_box(&bare).read(),
-        || *black_box(&inst).read(),
-    );
-    pair(
-        c,
-        &group,
-        "write/",
-        || *black_box(&bare).write() += 1,
-        || *black_box(&inst).write() += 1,
-    );
+    same_op!(c, &group, "read/", &bare, &inst, l => *l.read());
+    same_op!(c, &group, "write/", &bare, &inst, l => *l.write() += 1);
 
     let bare = BareSemaphore::new(1);
     let inst = lockmeter::Semaphore::named("bench.semaphore", 1);
-    pair(
-        c,
-        &format!("{phase}/semaphore"),
-        "",
-        || {
-            let s = black_box(&bare);
-            s.down();
-            s.up();
-        },
-        || {
-            let s = black_box(&inst);
-            s.down();
-            s.up();
-        },
-    );
+    let group = format!("{phase}/semaphore");
+    same_op!(c, &group, "", &bare, &inst, l => {
+        l.down();
+        l.up();
+    });
 }
 
 /// `{prefix}bare` and `{prefix}instrumented` side by side in `group`.

@@ -4,6 +4,7 @@ use std::marker::PhantomData;
 use std::panic::Location;
 use std::ptr::NonNull;
 
+use crate::now;
 use crate::recorder::entry::Entry;
 use crate::slow;
 
@@ -21,6 +22,8 @@ pub(crate) struct GuardNoSend(PhantomData<*mut ()>);
 /// entry and cost nothing to release.
 pub(crate) struct Hold {
     timing: Timing,
+    /// Where `now` records this hold ([`now::UNTRACKED`]: nowhere).
+    held: u32,
     _not_send: GuardNoSend,
 }
 
@@ -49,8 +52,16 @@ impl Hold {
     const fn with(timing: Timing) -> Hold {
         Hold {
             timing,
+            held: now::UNTRACKED,
             _not_send: GuardNoSend(PhantomData),
         }
+    }
+
+    /// This hold as recorded at `held` in the thread's `now` table.
+    #[inline(always)]
+    pub(super) fn in_now(mut self, held: u32) -> Hold {
+        self.held = held;
+        self
     }
 
     /// A sampled uncontended hold beginning at `start`.
@@ -95,6 +106,7 @@ impl Hold {
 
     /// Ends a hold without timing it (a semaphore `down` without a permit).
     pub(crate) fn discard(self) {
+        now::hold_ends(self.held);
         let Some((e, _)) = self.timed() else { return };
         match self.timing {
             Timing::Contended {
@@ -104,9 +116,12 @@ impl Hold {
         }
     }
 
-    /// Runs `unlock` and records the hold time if the hold is timed.
+    /// Runs `unlock` and records the hold time if the hold is timed. The
+    /// hold leaves `now` before the unlock, so `now` never shows a lock
+    /// held that another thread may already have.
     #[inline(always)]
     pub(crate) fn release(&self, unlock: impl FnOnce()) {
+        now::hold_ends(self.held);
         if let Timing::Untimed = self.timing {
             unlock();
             return;

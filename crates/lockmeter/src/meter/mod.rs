@@ -32,6 +32,7 @@ use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use lockmeter_model::LockKind;
 
 use crate::class::{Class, Mode, Role, SiteKey};
+use crate::now;
 use crate::recorder::{self, entry::Entry};
 
 mod hold;
@@ -72,6 +73,12 @@ pub(crate) struct Meta {
 }
 
 impl Meta {
+    /// The instance's identity in `now`: this field's address.
+    #[inline(always)]
+    fn instance(&self) -> usize {
+        self as *const Meta as usize
+    }
+
     /// The state of a new instance of `class`, a primitive of `kind`.
     pub(crate) const fn new(class: Class, kind: LockKind) -> Meta {
         Meta {
@@ -217,10 +224,12 @@ impl Probe {
     ) -> Hold {
         self.entry().count_nowait();
         self.note_owner(meta, site);
+        let held = now::hold_begins(meta.instance(), self.entry, self.recorder);
         match start {
             None => Hold::NONE,
             Some(start) => Hold::sampled(self.entry(), start),
         }
+        .in_now(held)
     }
 
     /// The first attempt failed: the wait begins now.
@@ -233,6 +242,7 @@ impl Probe {
     /// sampled attempt already took, if it took one.
     #[inline]
     fn contended_from(&self, meta: &Meta, sampled_start: Option<u64>) -> Waiting {
+        now::wait_begins(meta.instance(), self.entry, self.recorder);
         Waiting {
             start: sampled_start.unwrap_or_else(|| self.entry().clock().raw()),
             holder: meta.holder.load(Relaxed),
@@ -258,7 +268,8 @@ impl Probe {
         // already contended lengthens every hold and feeds the convoy.
         e.count_contended(spins, sleeps);
         self.note_owner(meta, site);
-        Hold::contended(e, now, wait_ns, waiting.holder)
+        let held = now::wait_ends_held(meta.instance(), self.entry, self.recorder, wait_ns);
+        Hold::contended(e, now, wait_ns, waiting.holder).in_now(held)
     }
 
     /// A try-lock failed or a timed wait gave up.
@@ -268,6 +279,7 @@ impl Probe {
 
     /// A timed acquisition that waited and gave up.
     pub(crate) fn rejected_after_wait(self, spins: u64, sleeps: u64) {
+        now::wait_ends();
         self.entry().count_rejected(spins, sleeps);
     }
 

@@ -230,6 +230,9 @@ fn new_entry(slot: &mut Slot, raw: [usize; 3], key: &SiteKey) -> Option<*const E
 
 impl Drop for ThreadState {
     fn drop(&mut self) {
+        // Before the entries go: `now`'s readers resolve entries of
+        // registered threads only.
+        crate::now::exiting();
         for slot in self.slots.get_mut().drain(..) {
             slot.recorder.retire(&slot.shard);
             if slot.shard.has_outstanding_guards() {

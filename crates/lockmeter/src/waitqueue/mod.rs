@@ -9,7 +9,8 @@
 //!
 //! The queue's lock can also guard the caller's data (`WaitQueue<T>`): then
 //! [`WaitQueue::lock`] returns a guard whose `*_locked` operations add,
-//! remove and wake waiters without taking the lock a second time (seed 003).
+//! remove and wake waiters without taking the lock a second time (epoll,
+//! whose own lock already guarded its queue, took it twice per event).
 //!
 //! Recorded per call site: waits that slept, sleeps, spurious wake-ups and
 //! wake latency for waiters; wake calls, wakeups and exclusive wakeups for

@@ -6,6 +6,11 @@
 //! `&'static` address and interned in [`Names`], which lives as long as
 //! the recorder. Rows are then merged by small integer symbols, and text
 //! is copied out only for the rows of the snapshot itself.
+//!
+//! The whole sequence is here: [`Book`] is what the recorder keeps between
+//! snapshots (retired records, names, keys); [`Book::locks`] runs the two
+//! passes of [`Grouper`] over it and the live entries; [`Book::retire`]
+//! folds an exiting thread's entries in.
 
 use std::borrow::Cow;
 use std::collections::hash_map::Entry as MapEntry;
@@ -17,16 +22,69 @@ mod names;
 mod sum;
 
 use self::names::Sym;
-pub(crate) use self::names::{FastMap, KeyCache, Names};
+use self::names::{FastMap, KeyCache, Names};
 use self::sum::StatsSum;
 use super::entry::Entry;
 use super::shard::Shard;
 use crate::class::Mode;
 
+/// What a recorder keeps for its snapshots besides the live shards: the
+/// folded counts of exited threads, and the text and keys made once.
+#[derive(Default)]
+pub(crate) struct Book {
+    /// Counts of exited threads, one record per (class, site, mode).
+    retired: FastMap<RecordKey, SiteRecord>,
+    /// The text of every class and site seen, made once.
+    names: Names,
+    /// The keys of live entries, read once.
+    keys: KeyCache,
+}
+
+impl Book {
+    /// Folds an exiting thread's entries into the retired records.
+    pub(crate) fn retire(&mut self, shard: &Shard, entries: &[Arc<Entry>]) {
+        for entry in entries {
+            let record = SiteRecord::from_entry(entry, &mut self.names);
+            match self.retired.entry(record.key) {
+                MapEntry::Occupied(mut o) => o.get_mut().merge(&record),
+                MapEntry::Vacant(v) => {
+                    v.insert(record);
+                }
+            }
+        }
+        self.keys.forget(shard);
+    }
+
+    /// The lock classes of a snapshot: the retired records and the
+    /// entries of `live` (each shard with its entries, held by the caller
+    /// for the whole call), in the two passes of [`Grouper`].
+    pub(crate) fn locks(
+        &mut self,
+        live: &[(&Shard, &[Arc<Entry>])],
+        elapsed_ns: u64,
+    ) -> Vec<LockStats> {
+        let mut grouper = Grouper::default();
+        for record in self.retired.values() {
+            grouper.key_record(record);
+        }
+        for (shard, entries) in live {
+            grouper.key_shard(shard, entries, &mut self.keys, &mut self.names);
+        }
+        grouper.layout(&mut self.names);
+        for record in self.retired.values() {
+            grouper.fill_record(record);
+        }
+        for entry in live.iter().flat_map(|(_, entries)| entries.iter()) {
+            grouper.fill_entry(entry, &mut self.names);
+        }
+        grouper.finish(&mut self.names, elapsed_ns)
+    }
+}
+
 /// Records with equal keys describe the same row and add up: class id,
 /// kind, call site and mode, compared as text.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) struct RecordKey {
+struct RecordKey {
     id: Sym,
     kind: LockKind,
     site: Sym,
@@ -75,7 +133,7 @@ fn entry_holders(e: &Entry, names: &mut Names, mut f: impl FnMut(HolderRecord)) 
 
 /// Plain values of one entry, detached from the thread that wrote them.
 #[derive(Clone)]
-pub(crate) struct SiteRecord {
+struct SiteRecord {
     key: RecordKey,
     class: ClassInfo,
     instances: u64,
@@ -91,7 +149,7 @@ struct HolderRecord {
 }
 
 impl SiteRecord {
-    pub(crate) fn from_entry(e: &Entry, names: &mut Names) -> SiteRecord {
+    fn from_entry(e: &Entry, names: &mut Names) -> SiteRecord {
         let (key, class) = entry_key(e, names);
         let mut holders = Vec::new();
         entry_holders(e, names, |h| holders.push(h));
@@ -104,12 +162,7 @@ impl SiteRecord {
         }
     }
 
-    /// Records with equal keys describe the same row and add up.
-    pub(crate) fn merge_key(&self) -> RecordKey {
-        self.key
-    }
-
-    pub(crate) fn merge(&mut self, other: &SiteRecord) {
+    fn merge(&mut self, other: &SiteRecord) {
         self.instances += other.instances;
         self.stats.merge(&other.stats);
         for h in &other.holders {
@@ -159,7 +212,7 @@ struct Row {
 /// The first record of a class gives its `created_at` and `parent`;
 /// counts add up whatever the order.
 #[derive(Default)]
-pub(crate) struct Grouper {
+struct Grouper {
     locks: Vec<LockAcc>,
     lock_index: FastMap<(Sym, LockKind), u32>,
     rows: Vec<Row>,
@@ -172,13 +225,13 @@ pub(crate) struct Grouper {
 
 impl Grouper {
     /// Pass 1 for a retired record.
-    pub(crate) fn key_record(&mut self, r: &SiteRecord) {
+    fn key_record(&mut self, r: &SiteRecord) {
         self.key_parts(r.key, r.class);
     }
 
     /// Pass 1 for the entries of a live shard, whose keys are remembered
     /// in `keys` so that this pass need not read the entries again.
-    pub(crate) fn key_shard(
+    fn key_shard(
         &mut self,
         shard: &Shard,
         entries: &[Arc<Entry>],
@@ -241,7 +294,7 @@ impl Grouper {
     }
 
     /// Sorts each lock's rows by (site, mode) and makes its sites.
-    pub(crate) fn layout(&mut self, names: &mut Names) {
+    fn layout(&mut self, names: &mut Names) {
         names.ranks();
         let rank = &names.rank[..];
         let rows = &mut self.rows;
@@ -264,7 +317,7 @@ impl Grouper {
     }
 
     /// Pass 2 for a retired record.
-    pub(crate) fn fill_record(&mut self, r: &SiteRecord) {
+    fn fill_record(&mut self, r: &SiteRecord) {
         let lock = self.fill_parts(r.instances, Cow::Borrowed(&r.stats));
         for h in &r.holders {
             lock.add_holder(*h);
@@ -272,7 +325,7 @@ impl Grouper {
     }
 
     /// Pass 2 for a live entry.
-    pub(crate) fn fill_entry(&mut self, e: &Entry, names: &mut Names) {
+    fn fill_entry(&mut self, e: &Entry, names: &mut Names) {
         let lock = self.fill_parts(e.instances(), Cow::Owned(e.stats()));
         entry_holders(e, names, |h| lock.add_holder(h));
     }
@@ -295,7 +348,7 @@ impl Grouper {
     /// The lock classes, sorted by id, their sites by (site, mode) and
     /// their holders by wait, longest first, then site. A class's total
     /// is the sum of its sites.
-    pub(crate) fn finish(self, names: &mut Names, elapsed_ns: u64) -> Vec<LockStats> {
+    fn finish(self, names: &mut Names, elapsed_ns: u64) -> Vec<LockStats> {
         debug_assert_eq!(self.next, self.record_rows.len(), "every record filled");
         names.ranks();
         let names = &*names;
