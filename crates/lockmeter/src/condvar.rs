@@ -29,6 +29,7 @@ use crate::class::{Class, Role};
 use crate::meter::{Meta, WaitStats, WakeCall};
 use crate::mutex::MeteredMutexGuard;
 use crate::primitive::{loom_const_fn, AtomicUsize, Ordering};
+use crate::recorder;
 use crate::spinlock::SpinLock;
 use crate::waitqueue::{sleep, wake_locked, PendingWakes, WaitList, Waiter, WakeOrder, ALL_KEYS};
 
@@ -135,14 +136,17 @@ impl Condvar {
     #[inline]
     fn notify(&self, nr: usize, site: &'static Location<'static>) -> usize {
         if self.state.load(Ordering::Relaxed) == 0 {
-            self.record_empty_notify(site);
+            if recorder::observing() {
+                self.record_empty_notify(site);
+            }
             return 0;
         }
         self.notify_slow(nr, site)
     }
 
     /// A notify that found nobody waiting still counts, observed.
-    #[inline]
+    #[cold]
+    #[inline(never)]
     fn record_empty_notify(&self, site: &'static Location<'static>) {
         WakeCall::start(&self.meta, site).finish(0, 0, 0);
     }

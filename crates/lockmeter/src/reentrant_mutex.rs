@@ -45,19 +45,28 @@ impl<R: RawMutex, G: GetThreadId> Core<R, G> {
         );
     }
 
-    /// The first level: the raw lock was just acquired with `g`.
-    fn enter_first(&self, g: R::Guard) {
+    /// The first level: the raw lock was just acquired with `g` by the
+    /// thread `id`.
+    #[inline]
+    fn enter_first(&self, g: R::Guard, id: usize) {
         // SAFETY: we hold the raw lock, so no other thread touches the slot.
         unsafe { (*self.raw_guard.get()).write(g) };
-        self.owner
-            .store(self.get_thread_id.nonzero_thread_id().get(), Relaxed);
+        self.owner.store(id, Relaxed);
         self.lock_count.set(1);
+    }
+
+    /// This thread's id, and whether it holds the mutex already.
+    #[inline]
+    fn me(&self) -> (usize, bool) {
+        let id = self.get_thread_id.nonzero_thread_id().get();
+        (id, self.owner.load(Relaxed) == id)
     }
 
     /// Leaves one level; the last one unlocks the raw lock with `unlock`.
     ///
     /// # Safety
     /// The current thread must hold a level.
+    #[inline]
     unsafe fn leave(&self, unlock: impl FnOnce(&R, R::Guard)) {
         let n = self.lock_count.get() - 1;
         self.lock_count.set(n);
@@ -69,17 +78,18 @@ impl<R: RawMutex, G: GetThreadId> Core<R, G> {
         }
     }
 
+    #[inline]
     fn lock_at(&self, site: &'static Location<'static>) -> Hold {
-        let again = self.owned_by_me();
+        let me = self.me();
         let ((), hold) = meter::acquire(
             &self.meta,
             site,
             Mode::Exclusive,
-            || self.enter(again, || Some(self.raw.lock())).expect("lock"),
-            || self.enter(again, || self.raw.try_lock()),
+            || self.enter(me, || Some(self.raw.lock())).expect("lock"),
+            || self.enter(me, || self.raw.try_lock()),
             || {
                 (
-                    self.enter(again, || Some(self.raw.lock())).expect("lock"),
+                    self.enter(me, || Some(self.raw.lock())).expect("lock"),
                     0,
                     0,
                 )
@@ -88,12 +98,14 @@ impl<R: RawMutex, G: GetThreadId> Core<R, G> {
         hold
     }
 
-    /// Enters a level: again on the owning thread, else by `acquire`.
-    fn enter(&self, again: bool, acquire: impl FnOnce() -> Option<R::Guard>) -> Option<()> {
-        if again {
+    /// Enters a level: again on the owning thread, else by `acquire`;
+    /// `me` is [`me`](Self::me)'s answer.
+    #[inline]
+    fn enter(&self, me: (usize, bool), acquire: impl FnOnce() -> Option<R::Guard>) -> Option<()> {
+        if me.1 {
             self.enter_again();
         } else {
-            self.enter_first(acquire()?);
+            self.enter_first(acquire()?, me.0);
         }
         Some(())
     }
@@ -240,9 +252,9 @@ impl<R: RawMutex, G: GetThreadId, T: ?Sized> MeteredReentrantMutex<R, G, T> {
     /// counts in RJECT.
     #[track_caller]
     pub fn try_lock(&self) -> Option<MeteredReentrantMutexGuard<'_, R, G, T>> {
-        let again = self.core.owned_by_me();
+        let me = self.core.me();
         meter::try_acquire(&self.core.meta, Location::caller(), Mode::Exclusive, || {
-            self.core.enter(again, || self.core.raw.try_lock())
+            self.core.enter(me, || self.core.raw.try_lock())
         })
         .map(|((), hold)| MeteredReentrantMutexGuard::new(self, hold))
     }
@@ -312,16 +324,15 @@ impl<R: RawMutexTimed, G: GetThreadId, T: ?Sized> MeteredReentrantMutex<R, G, T>
         &self,
         timeout: R::Duration,
     ) -> Option<MeteredReentrantMutexGuard<'_, R, G, T>> {
-        let again = self.core.owned_by_me();
+        let me = self.core.me();
         meter::acquire_timed(
             &self.core.meta,
             Location::caller(),
             Mode::Exclusive,
-            || self.core.enter(again, || self.core.raw.try_lock()),
+            || self.core.enter(me, || self.core.raw.try_lock()),
             || {
                 (
-                    self.core
-                        .enter(again, || self.core.raw.try_lock_for(timeout)),
+                    self.core.enter(me, || self.core.raw.try_lock_for(timeout)),
                     0,
                     0,
                 )
@@ -336,16 +347,16 @@ impl<R: RawMutexTimed, G: GetThreadId, T: ?Sized> MeteredReentrantMutex<R, G, T>
         &self,
         deadline: R::Instant,
     ) -> Option<MeteredReentrantMutexGuard<'_, R, G, T>> {
-        let again = self.core.owned_by_me();
+        let me = self.core.me();
         meter::acquire_timed(
             &self.core.meta,
             Location::caller(),
             Mode::Exclusive,
-            || self.core.enter(again, || self.core.raw.try_lock()),
+            || self.core.enter(me, || self.core.raw.try_lock()),
             || {
                 (
                     self.core
-                        .enter(again, || self.core.raw.try_lock_until(deadline)),
+                        .enter(me, || self.core.raw.try_lock_until(deadline)),
                     0,
                     0,
                 )
@@ -374,8 +385,8 @@ impl<R: RawMutex, G: GetThreadId, T: ?Sized + fmt::Debug> fmt::Debug
 {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut d = f.debug_struct("ReentrantMutex");
-        let again = self.core.owned_by_me();
-        match self.core.enter(again, || self.core.raw.try_lock()) {
+        let me = self.core.me();
+        match self.core.enter(me, || self.core.raw.try_lock()) {
             Some(()) => {
                 // SAFETY: this thread holds a level until `leave` below.
                 d.field("data", &unsafe { &*self.data.get() });
