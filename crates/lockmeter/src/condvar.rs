@@ -199,7 +199,7 @@ impl Condvar {
         T: ?Sized,
         F: FnMut(&mut T) -> bool,
     {
-        self.wait_while_until_internal(mutex_guard, condition, None, Location::caller());
+        self.wait_while_at(mutex_guard, condition, None, Location::caller());
     }
 
     /// [`wait_while`](Self::wait_while), giving up at `timeout`; then the
@@ -217,7 +217,7 @@ impl Condvar {
         T: ?Sized,
         F: FnMut(&mut T) -> bool,
     {
-        self.wait_while_until_internal(mutex_guard, condition, Some(timeout), Location::caller())
+        self.wait_while_at(mutex_guard, condition, Some(timeout), Location::caller())
     }
 
     /// [`wait_while`](Self::wait_while), giving up after `timeout`.
@@ -234,7 +234,26 @@ impl Condvar {
         F: FnMut(&mut T) -> bool,
     {
         let deadline = to_deadline(timeout);
-        self.wait_while_until_internal(mutex_guard, condition, deadline, Location::caller())
+        self.wait_while_at(mutex_guard, condition, deadline, Location::caller())
+    }
+
+    /// parking_lot's (private) common form of the `wait_while*` methods,
+    /// which its own unit tests call; public here, hidden, so those tests
+    /// run unchanged against this type.
+    #[doc(hidden)]
+    #[track_caller]
+    pub fn wait_while_until_internal<R, T, F>(
+        &self,
+        mutex_guard: &mut MeteredMutexGuard<'_, R, T>,
+        condition: F,
+        timeout: Option<Instant>,
+    ) -> WaitTimeoutResult
+    where
+        R: RawMutex,
+        T: ?Sized,
+        F: FnMut(&mut T) -> bool,
+    {
+        self.wait_while_at(mutex_guard, condition, timeout, Location::caller())
     }
 
     fn wait_until_internal<R: RawMutex, T: ?Sized>(
@@ -249,7 +268,7 @@ impl Condvar {
         WaitTimeoutResult(!woken)
     }
 
-    fn wait_while_until_internal<R: RawMutex, T: ?Sized>(
+    fn wait_while_at<R: RawMutex, T: ?Sized>(
         &self,
         guard: &mut MeteredMutexGuard<'_, R, T>,
         mut condition: impl FnMut(&mut T) -> bool,

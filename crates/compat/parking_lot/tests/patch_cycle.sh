@@ -25,7 +25,8 @@ version = "0.0.0"
 edition = "2021"
 publish = false
 [dependencies]
-lockmeter = { path = "$root/crates/lockmeter" }
+# Without `prometheus`: prometheus-client wants parking_lot 0.12 too.
+lockmeter = { path = "$root/crates/lockmeter", default-features = false }
 tracing-subscriber = { version = "0.3", features = [$2] }
 # Something that depends on parking_lot 0.12, as a user's tree would.
 parking_lot = "0.12"
