@@ -370,9 +370,9 @@ pub fn run_one(
         pinned: writer_pinned && reader_pinned,
         in_order,
         guard_acquisitions: guard.acquisitions,
-        guard_con_pct: guard.con_pct,
+        guard_con_pct: guard.con_pct(),
         guard_sleeps: guard.sleeps,
-        sem_lock_con_pct: sem_lock.con_pct,
+        sem_lock_con_pct: sem_lock.con_pct(),
         sem_lock_acquisitions: sem_lock.acquisitions,
         pipe_wait_sleeps: stats(WAIT).sleeps,
     };

@@ -8,7 +8,7 @@
 //! - [`Snapshot`] and its parts: the v1 JSON object (see `docs/format.md`).
 //! - [`dist`]: the log-bucket layout shared by the recorder and readers.
 //! - [`read`]: parsing dumps and recordings with clear errors.
-//! - [`format`]: human-readable durations, percentages and counts.
+//! - [`format`](mod@format): human-readable durations, percentages and counts.
 //! - [`render`]: the text table, CSV and JSON renderings.
 //! - [`metric`]: the metric table every sort, diff and column reads.
 //! - [`diff`]: before/after comparison of two snapshots.
@@ -28,6 +28,7 @@ pub mod metric;
 pub mod read;
 pub mod render;
 mod snapshot;
+mod v1;
 
 pub use dist::Dist;
 pub use read::{parse_recording, parse_snapshot, ReadError, Recording};

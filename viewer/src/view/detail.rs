@@ -30,7 +30,7 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
     };
     let title = format!(
         " {} · {} · created at {} · {instances} ",
-        lock.name,
+        lock.name(),
         kind_name(lock),
         lock.created_at
     );
@@ -43,7 +43,8 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
     let inner = block.inner(area);
     frame.render_widget(block, area);
 
-    let mut lines = summary_lines(lock);
+    let elapsed_ns = app.shown().map_or(0, |s| s.window.elapsed_ns);
+    let mut lines = summary_lines(lock, elapsed_ns);
     for a in app
         .advisories()
         .iter()
@@ -97,7 +98,8 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
     holder_list(frame, holders, lock);
 }
 
-fn summary_lines(lock: &LockStats) -> Vec<Line<'static>> {
+/// The numbers of `lock`, UTIL over a window of `elapsed_ns`.
+fn summary_lines(lock: &LockStats, elapsed_ns: u64) -> Vec<Line<'static>> {
     let s = &lock.total;
     let pair = |k: &str, v: String| {
         vec![
@@ -124,8 +126,8 @@ fn summary_lines(lock: &LockStats) -> Vec<Line<'static>> {
         second.extend(pair("timed out", compact_count(s.rejected)));
     } else {
         first.extend(pair("TOTAL", compact_count(s.acquisitions)));
-        first.extend(pair("CON", format_pct(s.con_pct)));
-        first.extend(pair("UTIL", format_pct(s.util_pct)));
+        first.extend(pair("CON", format_pct(s.con_pct())));
+        first.extend(pair("UTIL", format_pct(s.util_pct(elapsed_ns))));
         first.extend(pair("NOWAIT", compact_count(s.nowait)));
         first.extend(pair("SPIN", compact_count(s.contended)));
         first.extend(pair("RJECT", compact_count(s.rejected)));

@@ -225,7 +225,7 @@ impl Recorder {
                 grouper.fill_entry(entry, &mut state.names);
             }
             drop(shards);
-            (grouper.finish(&mut state.names, elapsed), elapsed)
+            (grouper.finish(&mut state.names), elapsed)
         };
         let mut snap = Snapshot::empty(self.process.clone(), self.clock_name);
         snap.window.start_unix_ns = self.start_unix_ns;

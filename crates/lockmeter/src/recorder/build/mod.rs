@@ -81,7 +81,6 @@ fn entry_stats(e: &Entry) -> Stats {
         exclusive_wakeups: e.exclusive_wakeups.get(),
         max_waiters: e.max_waiters.get(),
         wake_latency_ns: e.wake_latency.read(),
-        ..Stats::default()
     }
 }
 
@@ -335,7 +334,7 @@ impl Grouper {
     /// The lock classes, sorted by id, their sites by (site, mode) and
     /// their holders by wait, longest first, then site. A class's total
     /// is the sum of its sites.
-    pub(crate) fn finish(self, names: &mut Names, elapsed_ns: u64) -> Vec<LockStats> {
+    pub(crate) fn finish(self, names: &mut Names) -> Vec<LockStats> {
         debug_assert_eq!(self.next, self.record_rows.len(), "every record filled");
         names.ranks();
         let names = &*names;
@@ -357,9 +356,9 @@ impl Grouper {
                         .then(rank[a.site as usize].cmp(&rank[b.site as usize]))
                 });
                 let id = names.text(acc.id);
-                let mut lock = LockStats {
+                LockStats {
                     id: id.to_string(),
-                    name: id.to_string(),
+                    display_name: None,
                     kind: acc.kind,
                     created_at: names.text(acc.class.created_at).to_string(),
                     instances: acc.instances,
@@ -375,9 +374,7 @@ impl Grouper {
                             wait_ns_total: h.wait_ns_total,
                         })
                         .collect(),
-                };
-                lock.refresh_derived(elapsed_ns);
-                lock
+                }
             })
             .collect()
     }
