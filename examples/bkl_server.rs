@@ -48,24 +48,19 @@ fn main() -> ExitCode {
     if let Some(seconds) = args.serve {
         return serve(&args, seconds, &handle);
     }
-    let mut cfg = if args.common.quick {
-        bkl::Config::quick()
-    } else {
-        bkl::Config::full()
-    };
+    let mut cfg = args.common.sizes(bkl::Config::quick, bkl::Config::full);
     cfg.workers = args.workers.iter().map(|&w| w.max(1)).collect();
     cfg.concurrency = args.concurrency.max(1);
     cfg.copy_passes = args.copy_passes.max(1);
     if let Some(s) = args.seconds.filter(|s| s.is_finite() && *s > 0.0) {
         cfg.duration = Duration::from_secs_f64(s);
     }
-    match bkl::run(&cfg, &handle) {
-        Ok(outcome) => report::finish(&args.common, "bkl_server", &outcome, bkl::render),
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    report::conclude(
+        &args.common,
+        "bkl_server",
+        bkl::run(&cfg, &handle),
+        bkl::render,
+    )
 }
 
 /// `--serve`: serve until the time is up, then print the lock table.

@@ -30,11 +30,7 @@ struct Args {
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    let mut cfg = if args.common.quick {
-        epoll::Config::quick()
-    } else {
-        epoll::Config::full()
-    };
+    let mut cfg = args.common.sizes(epoll::Config::quick, epoll::Config::full);
     if let Some(e) = args.events {
         cfg.events = e;
     }
@@ -45,11 +41,10 @@ fn main() -> ExitCode {
     cfg.pin = !args.no_pin;
     cfg.connections = cfg.connections.max(4 * cfg.workers);
     let handle = meter::install_global();
-    match epoll::run(&cfg, &handle) {
-        Ok(outcome) => report::finish(&args.common, "epoll_wakeups", &outcome, epoll::render),
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    report::conclude(
+        &args.common,
+        "epoll_wakeups",
+        epoll::run(&cfg, &handle),
+        epoll::render,
+    )
 }

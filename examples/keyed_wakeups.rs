@@ -20,20 +20,15 @@ struct Args {
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    let mut cfg = if args.common.quick {
-        keyed::Config::quick()
-    } else {
-        keyed::Config::full()
-    };
+    let mut cfg = args.common.sizes(keyed::Config::quick, keyed::Config::full);
     if let Some(r) = args.rounds {
         cfg.rounds = r;
     }
     let handle = meter::install_global();
-    match keyed::run(&cfg, &handle) {
-        Ok(outcome) => report::finish(&args.common, "keyed_wakeups", &outcome, keyed::render),
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    report::conclude(
+        &args.common,
+        "keyed_wakeups",
+        keyed::run(&cfg, &handle),
+        keyed::render,
+    )
 }

@@ -27,11 +27,7 @@ struct Args {
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    let mut cfg = if args.common.quick {
-        pipe::Config::quick()
-    } else {
-        pipe::Config::full()
-    };
+    let mut cfg = args.common.sizes(pipe::Config::quick, pipe::Config::full);
     if let Some(m) = args.messages {
         cfg.messages = m;
     }
@@ -40,11 +36,10 @@ fn main() -> ExitCode {
     }
     cfg.pin = !args.no_pin;
     let handle = meter::install_global();
-    match pipe::run(&cfg, &handle) {
-        Ok(outcome) => report::finish(&args.common, "pipe_contention", &outcome, pipe::render),
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    report::conclude(
+        &args.common,
+        "pipe_contention",
+        pipe::run(&cfg, &handle),
+        pipe::render,
+    )
 }

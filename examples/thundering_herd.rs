@@ -24,11 +24,7 @@ struct Args {
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    let mut cfg = if args.common.quick {
-        herd::Config::quick()
-    } else {
-        herd::Config::full()
-    };
+    let mut cfg = args.common.sizes(herd::Config::quick, herd::Config::full);
     if let Some(c) = args.connections {
         cfg.connections = c;
     }
@@ -36,11 +32,10 @@ fn main() -> ExitCode {
         cfg.sleepers = s;
     }
     let handle = meter::install_global();
-    match herd::run(&cfg, &handle) {
-        Ok(outcome) => report::finish(&args.common, "thundering_herd", &outcome, herd::render),
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    report::conclude(
+        &args.common,
+        "thundering_herd",
+        herd::run(&cfg, &handle),
+        herd::render,
+    )
 }

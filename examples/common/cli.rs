@@ -19,3 +19,14 @@ pub struct CommonArgs {
     #[arg(long, value_name = "DIR")]
     pub dump: Option<PathBuf>,
 }
+
+impl CommonArgs {
+    /// The experiment's sizes: `quick()` under `--quick`, else `full()`.
+    pub fn sizes<T>(&self, quick: impl FnOnce() -> T, full: impl FnOnce() -> T) -> T {
+        if self.quick {
+            quick()
+        } else {
+            full()
+        }
+    }
+}

@@ -31,11 +31,29 @@ pub fn install_global() -> Handle {
 
 /// Runs `f` with a fresh lockmeter layer in effect on this thread and on
 /// the threads it starts through [`spawn`]; returns the layer's handle.
+///
+/// The layer scans for deadlocks every 50 ms and records lock order; a
+/// run that reports a deadlock or an inversion panics (the seed workloads
+/// have neither: they are the watchdog's no-false-positives test).
 pub fn observe<R>(f: impl FnOnce(&Handle) -> R) -> (Handle, R) {
-    let layer = lockmeter::Layer::new();
+    let layer = lockmeter::Layer::builder()
+        .deadlock_detection(Some(std::time::Duration::from_millis(100)))
+        .lock_order(true)
+        .build();
     let handle = layer.handle();
     let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(layer));
     let out = tracing::dispatcher::with_default(&dispatch, || f(&handle));
+    let snap = handle.cumulative();
+    assert!(
+        snap.deadlocks.is_empty(),
+        "false deadlocks: {:#?}",
+        snap.deadlocks
+    );
+    assert!(
+        snap.lock_order.inversions.is_empty(),
+        "false inversions: {:#?}",
+        snap.lock_order.inversions
+    );
     (handle, out)
 }
 

@@ -45,6 +45,23 @@ pub struct Report<R> {
     pub results: R,
 }
 
+/// The end of every example's `main`: the outcome of its run reported by
+/// [`finish`], or the error on stderr and a failure exit.
+pub fn conclude<R: Serialize + Clone>(
+    args: &CommonArgs,
+    example: &str,
+    outcome: io::Result<Outcome<R>>,
+    render_results: impl Fn(&R) -> String,
+) -> ExitCode {
+    match outcome {
+        Ok(outcome) => finish(args, example, &outcome, render_results),
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 /// Prints the outcome as the options ask and writes the dumps (without
 /// idle rows, so `lockmeter diff` shows a lock that a fix removed as
 /// removed). Returns a failure exit code if a dump could not be written.

@@ -74,6 +74,49 @@ pub fn read_input(arg: &str) -> Result<(Snapshot, Vec<String>), String> {
     }
 }
 
+/// Like [`read_input`], but a recording gives its last frame: what was
+/// held at the end, not a sum over frames.
+pub fn read_latest(arg: &str) -> Result<(Snapshot, Vec<String>), String> {
+    match classify(arg)? {
+        Input::File(path) => match load_file(&path)? {
+            Loaded::Dump(snap) => Ok((snap, Vec::new())),
+            Loaded::Recording {
+                mut snapshots,
+                warnings,
+            } => {
+                let warnings = warnings
+                    .iter()
+                    .map(|w| format!("{}: {w}", path.display()))
+                    .collect();
+                let last = snapshots
+                    .pop()
+                    .ok_or_else(|| format!("{}: the recording is empty", path.display()))?;
+                Ok((last, warnings))
+            }
+        },
+        Input::Endpoint(_) => read_input(arg),
+    }
+}
+
+/// `lockmeter now`: what is held and waited on, as text or JSON.
+pub fn now(snap: &Snapshot, as_json: bool) -> String {
+    let mut out = if as_json {
+        let v = serde_json::json!({
+            "process": snap.process,
+            "now": snap.now,
+            "deadlocks": snap.deadlocks,
+            "lock_order": snap.lock_order,
+        });
+        serde_json::to_string_pretty(&v).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+    } else {
+        lockmeter_model::render::now_text(snap)
+    };
+    if !out.ends_with('\n') {
+        out.push('\n');
+    }
+    out
+}
+
 /// Reads a dump, or a recording's totals.
 pub fn read_file(path: &Path) -> Result<(Snapshot, Vec<String>), String> {
     let loaded = load_file(path)?;

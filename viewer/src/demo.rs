@@ -185,7 +185,7 @@ impl Demo {
                         buf.copy_from_slice(&source);
                         thread::sleep(COPY_BLOCKS);
                     }
-                    if iteration % 8 == 0 {
+                    if iteration.is_multiple_of(8) {
                         // A short critical section elsewhere that now waits
                         // behind the copy.
                         let buf = bkl.lock();

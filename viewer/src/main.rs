@@ -62,6 +62,23 @@ enum Command {
     Table(TableArgs),
     /// Compare two dumps (or recordings) per lock and call site
     Diff(DiffArgs),
+    /// Print what is held and waited on now, and any deadlock
+    ///
+    /// From a live target (it answers even while its threads are
+    /// deadlocked) or a dump: every lock held or waited on with its holders
+    /// and waiters, longest hold first; the chains of waiting threads; the
+    /// deadlocks the watchdog found; lock-order inversions.
+    Now(NowArgs),
+}
+
+#[derive(Debug, Args)]
+struct NowArgs {
+    /// A pid, a socket path, tcp://IP:PORT, a dump, or a recording (its last frame)
+    #[arg(value_name = "TARGET|FILE")]
+    source: String,
+    /// Print the `now`, `deadlocks` and `lock_order` fields as JSON
+    #[arg(long)]
+    json: bool,
 }
 
 /// Sorting and filtering shared by the viewer and the printed table.
@@ -295,6 +312,11 @@ fn run(command: Command) -> Result<(), String> {
             let (snap, warnings) = commands::read_input(&a.source)?;
             warn(&warnings);
             print(&commands::table(&snap, &opts, &thresholds, a.format))
+        }
+        Command::Now(a) => {
+            let (snap, warnings) = commands::read_latest(&a.source)?;
+            warn(&warnings);
+            print(&commands::now(&snap, a.json))
         }
         Command::Diff(a) => {
             let (mut opts, thresholds) = options(&a.sort, &a.advice)?;

@@ -243,7 +243,7 @@ fn help(args: &[&str]) -> String {
 #[test]
 fn help_of_every_subcommand() {
     insta::assert_snapshot!("help_main", help(&["--help"]));
-    for sub in ["demo", "top", "list", "view", "table", "diff"] {
+    for sub in ["demo", "top", "list", "view", "table", "diff", "now"] {
         insta::assert_snapshot!(format!("help_{sub}"), help(&[sub, "--help"]));
     }
 }

@@ -40,12 +40,7 @@ pub fn components(cfg: &Config) -> Vec<Row> {
             cfg,
             "cost_dispatch_global",
             "get_default+downcast, global dispatch",
-            || {
-                tracing::dispatcher::get_default(|d| {
-                    d.downcast_ref::<lockmeter::Layer>()
-                        .map_or(0, |l| l as *const _ as u64)
-                })
-            },
+            find_layer,
         ),
     ];
     // The same lookup while a scoped dispatcher (`set_default`/`with_default`)
@@ -56,12 +51,7 @@ pub fn components(cfg: &Config) -> Vec<Row> {
             cfg,
             "cost_dispatch_scoped",
             "get_default+downcast, scoped dispatch",
-            || {
-                tracing::dispatcher::get_default(|d| {
-                    d.downcast_ref::<lockmeter::Layer>()
-                        .map_or(0, |l| l as *const _ as u64)
-                })
-            },
+            find_layer,
         )
     }));
     rows.push(
@@ -77,6 +67,15 @@ pub fn components(cfg: &Config) -> Vec<Row> {
         .note("bare of every cost_* row: the same loop with the operation removed"),
     );
     rows
+}
+
+/// What every instrumented acquisition asks tracing first: the layer of
+/// the dispatcher in effect (its address, so the answer is used).
+fn find_layer() -> u64 {
+    tracing::dispatcher::get_default(|d| {
+        d.downcast_ref::<lockmeter::Layer>()
+            .map_or(0, |l| l as *const _ as u64)
+    })
 }
 
 /// One component timed against the empty loop.

@@ -99,6 +99,22 @@ fn parse_steal(stat: &str) -> Option<(u64, u64)> {
     Some((steal, total))
 }
 
+/// The interleaved throughput of `bare` and `inst` on `threads` threads,
+/// each a loop of its own (generic, so neither half pays a virtual call).
+fn pair(
+    cfg: &Config,
+    threads: usize,
+    work: u64,
+    bare: &(impl Fn() + Sync),
+    inst: &(impl Fn() + Sync),
+) -> Pair {
+    interleave(
+        cfg.contended_reps,
+        || throughput(cfg, threads, work, bare),
+        || throughput(cfg, threads, work, inst),
+    )
+}
+
 /// (acquisitions, contended) the layer has counted for class `id` so far.
 fn counted(handle: &lockmeter::Handle, id: &str) -> (u64, u64) {
     handle
@@ -161,25 +177,23 @@ pub fn rows(cfg: &Config, handle: &lockmeter::Handle) -> Vec<Row> {
             let bare = Box::new(Aligned(parking_lot::Mutex::new(0u64)));
             let inst = Box::new(Aligned(lockmeter::Mutex::named(MUTEX, 0u64)));
             let (bare, inst) = (&bare.0, &inst.0);
-            let pair = || {
-                interleave(
-                    cfg.contended_reps,
-                    || throughput(cfg, threads, work, &|| *bare.lock() += 1),
-                    || throughput(cfg, threads, work, &|| *inst.lock() += 1),
-                )
+            let measure = || {
+                pair(cfg, threads, work, &|| *bare.lock() += 1, &|| {
+                    *inst.lock() += 1
+                })
             };
-            rows.push(row(handle, MUTEX, "Mutex", threads, mix, goal, pair));
+            rows.push(row(handle, MUTEX, "Mutex", threads, mix, goal, measure));
             let bare = Box::new(Aligned(BareSpinLock::new(0u64)));
             let inst = Box::new(Aligned(lockmeter::SpinLock::named(SPINLOCK, 0u64)));
             let (bare, inst) = (&bare.0, &inst.0);
-            let pair = || {
-                interleave(
-                    cfg.contended_reps,
-                    || throughput(cfg, threads, work, &|| *bare.lock() += 1),
-                    || throughput(cfg, threads, work, &|| *inst.lock() += 1),
-                )
+            let measure = || {
+                pair(cfg, threads, work, &|| *bare.lock() += 1, &|| {
+                    *inst.lock() += 1
+                })
             };
-            rows.push(row(handle, SPINLOCK, "SpinLock", threads, mix, goal, pair));
+            rows.push(row(
+                handle, SPINLOCK, "SpinLock", threads, mix, goal, measure,
+            ));
         }
     }
     let steal = match (steal_before, cpu_steal()) {

@@ -22,7 +22,7 @@ pub fn rss_kib() -> Option<u64> {
     parse_vm_rss(&status)
 }
 
-/// The `VmRSS:` figure (KiB) of a /proc/<pid>/status text.
+/// The `VmRSS:` figure (KiB) of a `/proc/<pid>/status` text.
 pub fn parse_vm_rss(status: &str) -> Option<u64> {
     status
         .lines()

@@ -234,31 +234,18 @@ mod tests {
 
     #[test]
     fn verdicts_follow_the_goal_direction() {
-        assert_eq!(
-            row(Goal::RatioAtMost(1.1), Some(1.05), None).verdict(),
-            Verdict::Pass
-        );
-        assert_eq!(
-            row(Goal::RatioAtMost(1.1), Some(1.2), None).verdict(),
-            Verdict::Miss
-        );
-        assert_eq!(
-            row(Goal::RatioAtLeast(0.8), Some(0.9), None).verdict(),
-            Verdict::Pass
-        );
-        assert_eq!(
-            row(Goal::RatioAtLeast(0.8), Some(0.7), None).verdict(),
-            Verdict::Miss
-        );
-        assert_eq!(
-            row(Goal::Below(10.0), None, Some(3.0)).verdict(),
-            Verdict::Pass
-        );
-        assert_eq!(
-            row(Goal::Below(10.0), None, Some(12.0)).verdict(),
-            Verdict::Miss
-        );
-        assert_eq!(row(Goal::Info, Some(9.0), None).verdict(), Verdict::None);
+        let cases = [
+            (Goal::RatioAtMost(1.1), Some(1.05), None, Verdict::Pass),
+            (Goal::RatioAtMost(1.1), Some(1.2), None, Verdict::Miss),
+            (Goal::RatioAtLeast(0.8), Some(0.9), None, Verdict::Pass),
+            (Goal::RatioAtLeast(0.8), Some(0.7), None, Verdict::Miss),
+            (Goal::Below(10.0), None, Some(3.0), Verdict::Pass),
+            (Goal::Below(10.0), None, Some(12.0), Verdict::Miss),
+            (Goal::Info, Some(9.0), None, Verdict::None),
+        ];
+        for (i, (goal, ratio, value, want)) in cases.into_iter().enumerate() {
+            assert_eq!(row(goal, ratio, value).verdict(), want, "case {i}");
+        }
     }
 
     #[test]

@@ -3,7 +3,7 @@
 use std::hint::black_box;
 
 use crate::bare::{BareSemaphore, BareSpinLock};
-use crate::measure::{ns_pair, Config};
+use crate::measure::{ns_pair, Config, Pair};
 use crate::report::{Goal, Row, Unit};
 
 /// Whether a lockmeter layer exists while the rows are measured.
@@ -83,11 +83,7 @@ pub fn mode_rows(cfg: &Config) -> Vec<Row> {
         let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(layer));
         tracing::dispatcher::with_default(&dispatch, || {
             for (what, name, pair) in [
-                (
-                    "spinlock",
-                    "SpinLock",
-                    spinlock as fn(&Config) -> crate::measure::Pair,
-                ),
+                ("spinlock", "SpinLock", spinlock as fn(&Config) -> Pair),
                 ("mutex", "Mutex", mutex),
             ] {
                 rows.push(
@@ -105,99 +101,72 @@ pub fn mode_rows(cfg: &Config) -> Vec<Row> {
     rows
 }
 
-fn spinlock(cfg: &Config) -> crate::measure::Pair {
+/// One uncontended pair: `bare` and `inst` each run in a loop of their
+/// own, so that each half is its own monomorphized, inlined loop.
+fn op_pair(cfg: &Config, bare: impl Fn(), inst: impl Fn()) -> Pair {
+    ns_pair(
+        cfg,
+        |n| {
+            for _ in 0..n {
+                bare();
+            }
+        },
+        |n| {
+            for _ in 0..n {
+                inst();
+            }
+        },
+    )
+}
+
+/// [`op_pair`] of the same operation `l => op` on a bare lock and on its
+/// instrumented twin (both hidden from the optimizer with `black_box`).
+macro_rules! same_op {
+    ($cfg:expr, $bare:expr, $inst:expr, $l:ident => $op:expr) => {{
+        let (bare, inst) = (black_box(&$bare), black_box(&$inst));
+        op_pair(
+            $cfg,
+            || {
+                let $l = bare;
+                $op;
+            },
+            || {
+                let $l = inst;
+                $op;
+            },
+        )
+    }};
+}
+
+fn spinlock(cfg: &Config) -> Pair {
     let bare = BareSpinLock::new(0u64);
     let inst = lockmeter::SpinLock::named("bench.spinlock", 0u64);
-    let (bare, inst) = (black_box(&bare), black_box(&inst));
-    ns_pair(
-        cfg,
-        |n| {
-            for _ in 0..n {
-                *bare.lock() += 1;
-            }
-        },
-        |n| {
-            for _ in 0..n {
-                *inst.lock() += 1;
-            }
-        },
-    )
+    same_op!(cfg, bare, inst, l => *l.lock() += 1)
 }
 
-fn mutex(cfg: &Config) -> crate::measure::Pair {
+fn mutex(cfg: &Config) -> Pair {
     let bare = parking_lot::Mutex::new(0u64);
     let inst = lockmeter::Mutex::named("bench.mutex", 0u64);
-    let (bare, inst) = (black_box(&bare), black_box(&inst));
-    ns_pair(
-        cfg,
-        |n| {
-            for _ in 0..n {
-                *bare.lock() += 1;
-            }
-        },
-        |n| {
-            for _ in 0..n {
-                *inst.lock() += 1;
-            }
-        },
-    )
+    same_op!(cfg, bare, inst, l => *l.lock() += 1)
 }
 
-fn rwlock_read(cfg: &Config) -> crate::measure::Pair {
+fn rwlock_read(cfg: &Config) -> Pair {
     let bare = parking_lot::RwLock::new(1u64);
     let inst = lockmeter::RwLock::named("bench.rwlock", 1u64);
-    let (bare, inst) = (black_box(&bare), black_box(&inst));
-    ns_pair(
-        cfg,
-        |n| {
-            for _ in 0..n {
-                black_box(*bare.read());
-            }
-        },
-        |n| {
-            for _ in 0..n {
-                black_box(*inst.read());
-            }
-        },
-    )
+    same_op!(cfg, bare, inst, l => black_box(*l.read()))
 }
 
-fn rwlock_write(cfg: &Config) -> crate::measure::Pair {
+fn rwlock_write(cfg: &Config) -> Pair {
     let bare = parking_lot::RwLock::new(0u64);
     let inst = lockmeter::RwLock::named("bench.rwlock", 0u64);
-    let (bare, inst) = (black_box(&bare), black_box(&inst));
-    ns_pair(
-        cfg,
-        |n| {
-            for _ in 0..n {
-                *bare.write() += 1;
-            }
-        },
-        |n| {
-            for _ in 0..n {
-                *inst.write() += 1;
-            }
-        },
-    )
+    same_op!(cfg, bare, inst, l => *l.write() += 1)
 }
 
-fn semaphore(cfg: &Config) -> crate::measure::Pair {
+fn semaphore(cfg: &Config) -> Pair {
     let bare = BareSemaphore::new(1);
     let inst = lockmeter::Semaphore::named("bench.semaphore", 1);
-    let (bare, inst) = (black_box(&bare), black_box(&inst));
-    ns_pair(
-        cfg,
-        |n| {
-            for _ in 0..n {
-                bare.down();
-                bare.up();
-            }
-        },
-        |n| {
-            for _ in 0..n {
-                inst.down();
-                inst.up();
-            }
-        },
-    )
+    same_op!(cfg, bare, inst, l => {
+        l.down();
+        l.up();
+    })
 }

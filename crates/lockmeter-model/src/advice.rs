@@ -24,6 +24,11 @@
 //!    (barging). A key would not help; a spinlock for short holds, or
 //!    handing the permit to the woken waiter, would.
 //!
+//! 5. [`AdvisoryKind::LockOrderInversion`]: two lock classes acquired in
+//!    both orders (`lock_order.inversions`, recorded with
+//!    `LOCKMETER_LOCK_ORDER=1`), naming all four sites. Two threads doing
+//!    both at once deadlock. No threshold: one sighting each way is enough.
+//!
 //! All limits are in [`Thresholds`]; "above" and "below" are strict unless
 //! a field says otherwise.
 
@@ -94,6 +99,8 @@ pub enum AdvisoryKind {
     /// Rule 4 on a semaphore's own wait queue: permits are taken by barging
     /// `down`s before the woken waiter runs.
     BargedSemaphoreWakeups,
+    /// Rule 5: take the two locks in one order.
+    LockOrderInversion,
 }
 
 impl AdvisoryKind {
@@ -105,6 +112,7 @@ impl AdvisoryKind {
             AdvisoryKind::WakeAllHerd => "wake_all_herd",
             AdvisoryKind::UnkeyedSpuriousWakeups => "unkeyed_spurious_wakeups",
             AdvisoryKind::BargedSemaphoreWakeups => "barged_semaphore_wakeups",
+            AdvisoryKind::LockOrderInversion => "lock_order_inversion",
         }
     }
 }
@@ -129,6 +137,12 @@ pub fn advise(snap: &Snapshot, t: &Thresholds) -> Vec<Advisory> {
         .iter()
         .flat_map(|l| advise_lock(l, snap.window.elapsed_ns, t))
         .collect();
+    out.extend(snap.lock_order.inversions.iter().map(|inv| Advisory {
+        lock_id: inv.first.clone(),
+        site: Some(inv.forward.held_site.clone()),
+        kind: AdvisoryKind::LockOrderInversion,
+        message: inv.message(),
+    }));
     out.sort_by(|a, b| {
         a.lock_id
             .cmp(&b.lock_id)

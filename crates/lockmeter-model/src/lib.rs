@@ -13,6 +13,7 @@
 //! - [`metric`]: the metric table every sort, diff and column reads.
 //! - [`diff`]: before/after comparison of two snapshots.
 //! - [`advice`]: advisories computed from the stats.
+//! - [`now`]: what is held and waited on now, deadlocks, lock order.
 //!
 //! Moving snapshots between processes and onto disk (the endpoint's
 //! messages, sockets, discovery, atomic writes) is `lockmeter-wire`'s job.
@@ -25,6 +26,7 @@ pub mod diff;
 pub mod dist;
 pub mod format;
 pub mod metric;
+pub mod now;
 pub mod read;
 pub mod render;
 mod snapshot;

@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::now::{Deadlock, LockOrder, Now};
 use crate::Dist;
 
 /// The state of every instrumented lock in one process over one window.
@@ -31,6 +32,15 @@ pub struct Snapshot {
     /// Every lock class used in the window.
     #[serde(deserialize_with = "crate::v1::locks_in")]
     pub locks: Vec<LockStats>,
+    /// *(extension)* What is held and waited on right now (see [`crate::now`]).
+    #[serde(default, skip_serializing_if = "Now::is_empty")]
+    pub now: Now,
+    /// *(extension)* Deadlocks found since the layer was built.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub deadlocks: Vec<Deadlock>,
+    /// *(extension)* The order locks were nested in, and its inversions.
+    #[serde(default, skip_serializing_if = "LockOrder::is_empty")]
+    pub lock_order: LockOrder,
 }
 
 /// How hold times were sampled. Counts are never sampled: every
@@ -243,6 +253,9 @@ impl Snapshot {
             dropped_records: 0,
             sampling: Sampling::default(),
             locks: Vec::new(),
+            now: Now::default(),
+            deadlocks: Vec::new(),
+            lock_order: LockOrder::default(),
         }
     }
 

@@ -8,11 +8,14 @@
 use serde::ser::{Serialize, SerializeStruct, Serializer};
 use serde::{Deserialize, Deserializer};
 
+use crate::now::{Deadlock, LockOrder, Now};
 use crate::{
     Holder, LockKind, LockStats, ProcessInfo, Sampling, SiteStats, Snapshot, Stats, Window,
 };
 
-/// The top level, in the field order of the format.
+/// The top level, in the field order of the format. Every field of
+/// [`Snapshot`] must appear here (`every_field_of_a_snapshot_is_written`
+/// checks it).
 #[derive(serde::Serialize)]
 struct SnapshotOut<'a> {
     format: &'a str,
@@ -23,6 +26,12 @@ struct SnapshotOut<'a> {
     dropped_records: u64,
     sampling: &'a Sampling,
     locks: Vec<LockOut<'a>>,
+    #[serde(skip_serializing_if = "Now::is_empty")]
+    now: &'a Now,
+    #[serde(skip_serializing_if = "<[Deadlock]>::is_empty")]
+    deadlocks: &'a [Deadlock],
+    #[serde(skip_serializing_if = "LockOrder::is_empty")]
+    lock_order: &'a LockOrder,
 }
 
 #[derive(serde::Serialize)]
@@ -122,6 +131,9 @@ impl Serialize for Snapshot {
                 .iter()
                 .map(|l| LockOut::new(l, elapsed_ns))
                 .collect(),
+            now: &self.now,
+            deadlocks: &self.deadlocks,
+            lock_order: &self.lock_order,
         }
         .serialize(ser)
     }
@@ -140,6 +152,7 @@ pub(crate) fn locks_in<'de, D: Deserializer<'de>>(de: D) -> Result<Vec<LockStats
 
 #[cfg(test)]
 mod tests {
+    use crate::now::{Deadlock, LockOrder, Now};
     use crate::parse_snapshot;
 
     #[test]
@@ -159,5 +172,31 @@ mod tests {
         assert_eq!(v["locks"][0]["name"], "a");
         assert_eq!(v["locks"][0]["total"]["con_pct"], 25.0);
         assert_eq!(v["locks"][1]["name"], "shown");
+    }
+
+    /// A field added to `Snapshot` but not to the mirror would be silently
+    /// dropped from dumps and the endpoint (as the hang extensions once
+    /// were): every extension survives a round trip.
+    #[test]
+    fn every_field_of_a_snapshot_is_written() {
+        let mut snap = parse_snapshot(include_str!("../tests/fixtures/v1-demo.json")).unwrap();
+        snap.now = Now {
+            untracked_holds: 3,
+            ..Now::default()
+        };
+        snap.deadlocks = vec![Deadlock {
+            detected_unix_ns: 5,
+            ..Deadlock::default()
+        }];
+        snap.lock_order = LockOrder {
+            recorded: true,
+            dropped_edges: 2,
+            ..LockOrder::default()
+        };
+        let text = serde_json::to_string(&snap).unwrap();
+        assert_eq!(parse_snapshot(&text).unwrap(), snap);
+        for key in ["\"now\"", "\"deadlocks\"", "\"lock_order\""] {
+            assert!(text.contains(key), "{key} not written");
+        }
     }
 }

@@ -281,3 +281,29 @@ fn advisories_serialise_with_snake_case_kinds() {
     assert_eq!(json[0]["lock_id"], "l");
     assert!(json[0]["site"].is_null());
 }
+
+#[test]
+fn a_lock_order_inversion_is_an_advisory_naming_four_sites() {
+    use lockmeter_model::now::{inversions, OrderEdge};
+    let edge = |a: &str, b: &str, ha: &str, hb: &str| OrderEdge {
+        held: a.into(),
+        held_site: ha.into(),
+        acquired: b.into(),
+        acquired_site: hb.into(),
+        count: 1,
+        wait_ns_total: 0,
+    };
+    let mut snap = lockmeter_model::Snapshot::empty(Default::default(), "mock");
+    let edges = vec![
+        edge("a", "b", "s1.rs:1:1", "s2.rs:2:2"),
+        edge("b", "a", "s3.rs:3:3", "s4.rs:4:4"),
+    ];
+    snap.lock_order.inversions = inversions(&edges);
+    snap.lock_order.edges = edges;
+    let got = lockmeter_model::advice::advise(&snap, &Thresholds::default());
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].kind, AdvisoryKind::LockOrderInversion);
+    for site in ["s1.rs:1:1", "s2.rs:2:2", "s3.rs:3:3", "s4.rs:4:4"] {
+        assert!(got[0].message.contains(site), "{}", got[0].message);
+    }
+}

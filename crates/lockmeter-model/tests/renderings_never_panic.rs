@@ -183,6 +183,9 @@ fn snapshot() -> impl Strategy<Value = Snapshot> {
             dropped_records: end,
             sampling: Default::default(),
             locks,
+            now: Default::default(),
+            deadlocks: Vec::new(),
+            lock_order: Default::default(),
         })
 }
 

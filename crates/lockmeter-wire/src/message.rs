@@ -61,6 +61,10 @@ pub enum Request {
 }
 
 /// What the server sends.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "one message is built per send or receive; boxing the snapshots would only add an allocation"
+)]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Response {

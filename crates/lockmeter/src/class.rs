@@ -54,17 +54,6 @@ impl Class {
         Class { role, ..self }
     }
 
-    /// A cheap identity: the name's or the creation site's address. Equal
-    /// classes may have different addresses (a string literal duplicated
-    /// by the compiler); snapshots merge those by `id()`.
-    #[inline]
-    pub(crate) fn addr(&self) -> usize {
-        match self.name {
-            Some(n) => n.as_ptr() as usize,
-            None => self.created_at as *const Location<'static> as usize,
-        }
-    }
-
     /// The class id of the outer primitive.
     pub(crate) fn base_id(&self) -> String {
         match self.name {
@@ -114,20 +103,4 @@ pub(crate) struct SiteKey {
     pub(crate) kind: LockKind,
     pub(crate) site: &'static Location<'static>,
     pub(crate) mode: Mode,
-}
-
-impl SiteKey {
-    /// Exact hash-table identity (see [`Class::addr`]), computed from the
-    /// lock's class in place: copying a whole key to the stack and reading
-    /// it back cost the hot path a store-forwarding stall.
-    #[inline(always)]
-    pub(crate) fn raw_of(
-        class: &Class,
-        kind: LockKind,
-        site: &'static Location<'static>,
-        mode: Mode,
-    ) -> [usize; 3] {
-        let tag = class.role as usize | (mode as usize) << 2 | (kind as usize) << 4;
-        [class.addr(), site as *const Location<'static> as usize, tag]
-    }
 }

@@ -90,7 +90,13 @@ impl std::fmt::Debug for Layer {
     }
 }
 
-impl<S: Subscriber> tracing_subscriber::Layer<S> for Layer {}
+impl<S: Subscriber> tracing_subscriber::Layer<S> for Layer {
+    /// Remembers the subscriber, so the watchdog's deadlock and stall
+    /// events go where this layer's user looks.
+    fn on_register_dispatch(&self, subscriber: &tracing::Dispatch) {
+        crate::now::remember_dispatch(Arc::as_ptr(&self.recorder) as usize, subscriber);
+    }
+}
 
 /// Settings for a [`Layer`].
 #[derive(Default)]
@@ -99,6 +105,7 @@ pub struct LayerBuilder {
     slow_threshold: Option<Duration>,
     sample_every: Option<u32>,
     process_name: Option<String>,
+    now: crate::now::Settings,
     #[cfg(unix)]
     export: ExportConfig,
 }
@@ -134,6 +141,38 @@ impl LayerBuilder {
         self
     }
 
+    /// Reports deadlocks (cycles of threads each waiting on a lock the next
+    /// holds) within `interval` of forming, as ERROR events with target
+    /// `lockmeter` and in snapshots' `deadlocks`; `None` turns detection
+    /// off. Default: on, within [`DEFAULT_DEADLOCK_INTERVAL`].
+    /// `LOCKMETER_DEADLOCK` (`off`, `200ms`, ...) wins over this. The
+    /// watchdog is one thread per process: the last layer built sets it.
+    ///
+    /// [`DEFAULT_DEADLOCK_INTERVAL`]: crate::DEFAULT_DEADLOCK_INTERVAL
+    pub fn deadlock_detection(mut self, interval: Option<Duration>) -> Self {
+        self.now.deadlock = Some(interval);
+        self
+    }
+
+    /// Reports a hold or wait still going on after `threshold`, once, as a
+    /// WARN event, and marks it `stalled` in snapshots' `now`. Default: off.
+    /// `LOCKMETER_STALL` wins over this. Process-wide, like
+    /// [`deadlock_detection`](Self::deadlock_detection).
+    pub fn stall_threshold(mut self, threshold: Option<Duration>) -> Self {
+        self.now.stall = Some(threshold);
+        self
+    }
+
+    /// Records lock order: every acquisition made while the thread holds
+    /// other locks counts an edge, and classes taken in both orders are
+    /// reported in snapshots' `lock_order.inversions`. Default: off (it
+    /// costs a table probe per held lock on every nested acquisition);
+    /// `LOCKMETER_LOCK_ORDER=1` wins over this. Process-wide.
+    pub fn lock_order(mut self, on: bool) -> Self {
+        self.now.lock_order = Some(on);
+        self
+    }
+
     /// The clock to time with, e.g. `quanta::Clock::mock()` in tests.
     pub fn clock(mut self, clock: quanta::Clock) -> Self {
         self.clock = Some(clock);
@@ -158,7 +197,7 @@ impl LayerBuilder {
             clock,
             clock_name,
             slow_ns: u64::try_from(slow.as_nanos()).unwrap_or(u64::MAX),
-            sample_every: hold_sampling_from_env()
+            sample_every: crate::env::hold_sampling()
                 .or(self.sample_every)
                 .unwrap_or(DEFAULT_HOLD_SAMPLING)
                 .max(1)
@@ -170,6 +209,7 @@ impl LayerBuilder {
             },
         };
         let recorder = Arc::new(Recorder::new(settings));
+        crate::now::configure(self.now);
         #[cfg(unix)]
         {
             let config = self.export.with_env_overrides();
@@ -185,31 +225,6 @@ impl LayerBuilder {
         #[cfg(not(unix))]
         Layer { recorder }
     }
-}
-
-/// `LOCKMETER_HOLD_SAMPLING`, which wins over
-/// [`LayerBuilder::sample_uncontended_holds`] so that a run can time every
-/// hold (`1`) without recompiling. A bad value is reported and ignored.
-fn hold_sampling_from_env() -> Option<u32> {
-    let value = std::env::var("LOCKMETER_HOLD_SAMPLING").ok()?;
-    match parse_sampling(&value) {
-        Some(every) => Some(every),
-        None => {
-            eprintln!(
-                "lockmeter: LOCKMETER_HOLD_SAMPLING={value}: expected a whole number from 1 to {}; ignored",
-                1u32 << 31
-            );
-            None
-        }
-    }
-}
-
-fn parse_sampling(value: &str) -> Option<u32> {
-    value
-        .trim()
-        .parse::<u32>()
-        .ok()
-        .filter(|n| (1..=1 << 31).contains(n))
 }
 
 fn current_exe_name() -> String {
@@ -262,20 +277,5 @@ impl SnapshotSource for Handle {
 impl std::fmt::Debug for Handle {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("lockmeter::Handle").finish_non_exhaustive()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::parse_sampling;
-
-    #[test]
-    fn sampling_values_parse_or_are_refused() {
-        assert_eq!(parse_sampling("1"), Some(1));
-        assert_eq!(parse_sampling(" 64 "), Some(64));
-        assert_eq!(parse_sampling("2147483648"), Some(1 << 31));
-        for bad in ["0", "-1", "abc", "", "4294967295", "1.5"] {
-            assert_eq!(parse_sampling(bad), None, "{bad:?}");
-        }
     }
 }

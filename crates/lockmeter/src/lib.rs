@@ -36,17 +36,73 @@
 //! let table = lockmeter_model::render::text_table(&handle.snapshot(), &Default::default());
 //! assert!(table.contains("quickstart"));
 //! ```
+//!
+//! # Guards stay on their thread
+//!
+//! A guard's hold is recorded into the per-thread counters of the thread
+//! that acquired, which only that thread writes, so no guard is `Send`
+//! (each carries the meter's `GuardNoSend` marker). Sharing one is fine
+//! when the data is `Sync`:
+//!
+//! ```
+//! fn shareable<T: Sync>(_: &T) {}
+//! let m = lockmeter::Mutex::new(0u32);
+//! shareable(&m.lock());
+//! ```
+//!
+//! Sending one does not compile, whatever the primitive:
+//!
+//! ```compile_fail
+//! fn sendable<T: Send>(_: T) {}
+//! let lock = lockmeter::SpinLock::new(0u32);
+//! sendable(lock.lock());
+//! ```
+//!
+//! ```compile_fail
+//! fn sendable<T: Send>(_: T) {}
+//! let lock = lockmeter::Mutex::new(0u32);
+//! sendable(lock.lock());
+//! ```
+//!
+//! ```compile_fail
+//! fn sendable<T: Send>(_: T) {}
+//! let lock = lockmeter::RwLock::new(0u32);
+//! sendable(lock.read());
+//! ```
+//!
+//! ```compile_fail
+//! fn sendable<T: Send>(_: T) {}
+//! let lock = lockmeter::RwLock::new(0u32);
+//! sendable(lock.write());
+//! ```
+//!
+//! ```compile_fail
+//! fn sendable<T: Send>(_: T) {}
+//! let sem = lockmeter::Semaphore::new(1);
+//! sendable(sem.acquire());
+//! ```
+//!
+//! ```compile_fail
+//! fn sendable<T: Send>(_: T) {}
+//! let queue = lockmeter::WaitQueue::with_data(0u32);
+//! sendable(queue.lock());
+//! ```
+
+#![warn(missing_docs)]
 
 mod backoff;
 mod class;
 mod clock;
+mod env;
 #[cfg(unix)]
 pub mod export;
 mod layer;
 mod meter;
 mod mutex;
+mod now;
 mod primitive;
 mod recorder;
+mod report;
 mod rwlock;
 mod semaphore;
 mod slow;
@@ -56,6 +112,14 @@ mod waitqueue;
 pub use layer::{Handle, Layer, LayerBuilder, DEFAULT_HOLD_SAMPLING, DEFAULT_SLOW_THRESHOLD};
 pub use lockmeter_model as model;
 pub use mutex::{MeteredMutex, MeteredMutexGuard, Mutex, MutexGuard};
+pub use now::DEFAULT_DEADLOCK_INTERVAL;
+
+/// The `now` tables' seqlock, for the loom models in `tests/loom.rs` only.
+#[cfg(lockmeter_loom)]
+#[doc(hidden)]
+pub mod loom_now {
+    pub use crate::now::table::{Rec, Table, View};
+}
 pub use rwlock::{
     MeteredReadGuard, MeteredRwLock, MeteredWriteGuard, RwLock, RwLockReadGuard, RwLockWriteGuard,
 };

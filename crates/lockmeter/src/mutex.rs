@@ -28,7 +28,7 @@ use crate::meter::{self, Hold, Meta};
 ///
 /// `repr(C)` keeps the lock word first, followed by the per-instance fields
 /// written on every acquisition: on one cache line with it, so a hand-off
-/// moves as few lines as it can (see [`Meta`]'s layout).
+/// moves as few lines as it can (see the layout of `meter::Meta`).
 #[repr(C)]
 pub struct MeteredMutex<R: RawMutex, T: ?Sized> {
     raw: R,
@@ -74,7 +74,7 @@ impl<R: RawMutex, T> MeteredMutex<R, T> {
     const fn from_class(class: Class, value: T) -> Self {
         MeteredMutex {
             raw: R::INIT,
-            meta: Meta::new(class),
+            meta: Meta::new(class, LockKind::Mutex),
             data: UnsafeCell::new(value),
         }
     }
@@ -92,7 +92,6 @@ impl<R: RawMutex, T: ?Sized> MeteredMutex<R, T> {
     pub fn lock(&self) -> MeteredMutexGuard<'_, R, T> {
         let (raw, hold) = meter::acquire(
             &self.meta,
-            LockKind::Mutex,
             Location::caller(),
             Mode::Exclusive,
             || self.raw.lock(),
@@ -106,13 +105,9 @@ impl<R: RawMutex, T: ?Sized> MeteredMutex<R, T> {
     #[track_caller]
     #[inline]
     pub fn try_lock(&self) -> Option<MeteredMutexGuard<'_, R, T>> {
-        meter::try_acquire(
-            &self.meta,
-            LockKind::Mutex,
-            Location::caller(),
-            Mode::Exclusive,
-            || self.raw.try_lock(),
-        )
+        meter::try_acquire(&self.meta, Location::caller(), Mode::Exclusive, || {
+            self.raw.try_lock()
+        })
         .map(|(raw, hold)| self.guard(raw, hold))
     }
 
@@ -146,7 +141,6 @@ impl<R: RawMutexTimed, T: ?Sized> MeteredMutex<R, T> {
     pub fn try_lock_for(&self, timeout: R::Duration) -> Option<MeteredMutexGuard<'_, R, T>> {
         meter::acquire_timed(
             &self.meta,
-            LockKind::Mutex,
             Location::caller(),
             Mode::Exclusive,
             || self.raw.try_lock(),
@@ -160,7 +154,6 @@ impl<R: RawMutexTimed, T: ?Sized> MeteredMutex<R, T> {
     pub fn try_lock_until(&self, deadline: R::Instant) -> Option<MeteredMutexGuard<'_, R, T>> {
         meter::acquire_timed(
             &self.meta,
-            LockKind::Mutex,
             Location::caller(),
             Mode::Exclusive,
             || self.raw.try_lock(),

@@ -9,12 +9,14 @@
 //! switched off in the models.
 
 #[cfg(not(lockmeter_loom))]
-pub(crate) use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+pub(crate) use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 #[cfg(not(lockmeter_loom))]
 pub(crate) use std::sync::{Condvar, Mutex};
 
 #[cfg(lockmeter_loom)]
-pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+pub(crate) use loom::sync::atomic::{
+    fence, AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering,
+};
 #[cfg(lockmeter_loom)]
 pub(crate) use loom::sync::{Condvar, Mutex};
 

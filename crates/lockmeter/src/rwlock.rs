@@ -67,7 +67,7 @@ impl<R: RawRwLock, T> MeteredRwLock<R, T> {
     const fn from_class(class: Class, value: T) -> Self {
         MeteredRwLock {
             raw: R::INIT,
-            meta: Meta::new(class),
+            meta: Meta::new(class, LockKind::Rwlock),
             data: UnsafeCell::new(value),
         }
     }
@@ -85,7 +85,6 @@ impl<R: RawRwLock, T: ?Sized> MeteredRwLock<R, T> {
     pub fn read(&self) -> MeteredReadGuard<'_, R, T> {
         let (raw, hold) = meter::acquire(
             &self.meta,
-            LockKind::Rwlock,
             Location::caller(),
             Mode::Read,
             || self.raw.lock_shared(),
@@ -105,7 +104,6 @@ impl<R: RawRwLock, T: ?Sized> MeteredRwLock<R, T> {
     pub fn write(&self) -> MeteredWriteGuard<'_, R, T> {
         let (raw, hold) = meter::acquire(
             &self.meta,
-            LockKind::Rwlock,
             Location::caller(),
             Mode::Write,
             || self.raw.lock_exclusive(),
@@ -123,13 +121,9 @@ impl<R: RawRwLock, T: ?Sized> MeteredRwLock<R, T> {
     #[track_caller]
     #[inline]
     pub fn try_read(&self) -> Option<MeteredReadGuard<'_, R, T>> {
-        meter::try_acquire(
-            &self.meta,
-            LockKind::Rwlock,
-            Location::caller(),
-            Mode::Read,
-            || self.raw.try_lock_shared(),
-        )
+        meter::try_acquire(&self.meta, Location::caller(), Mode::Read, || {
+            self.raw.try_lock_shared()
+        })
         .map(|(raw, hold)| MeteredReadGuard {
             lock: self,
             raw: ManuallyDrop::new(raw),
@@ -141,13 +135,9 @@ impl<R: RawRwLock, T: ?Sized> MeteredRwLock<R, T> {
     #[track_caller]
     #[inline]
     pub fn try_write(&self) -> Option<MeteredWriteGuard<'_, R, T>> {
-        meter::try_acquire(
-            &self.meta,
-            LockKind::Rwlock,
-            Location::caller(),
-            Mode::Write,
-            || self.raw.try_lock_exclusive(),
-        )
+        meter::try_acquire(&self.meta, Location::caller(), Mode::Write, || {
+            self.raw.try_lock_exclusive()
+        })
         .map(|(raw, hold)| MeteredWriteGuard {
             lock: self,
             raw: ManuallyDrop::new(raw),
@@ -182,7 +172,6 @@ impl<R: RawRwLockTimed, T: ?Sized> MeteredRwLock<R, T> {
     pub fn try_read_for(&self, timeout: R::Duration) -> Option<MeteredReadGuard<'_, R, T>> {
         meter::acquire_timed(
             &self.meta,
-            LockKind::Rwlock,
             Location::caller(),
             Mode::Read,
             || self.raw.try_lock_shared(),
@@ -200,7 +189,6 @@ impl<R: RawRwLockTimed, T: ?Sized> MeteredRwLock<R, T> {
     pub fn try_write_for(&self, timeout: R::Duration) -> Option<MeteredWriteGuard<'_, R, T>> {
         meter::acquire_timed(
             &self.meta,
-            LockKind::Rwlock,
             Location::caller(),
             Mode::Write,
             || self.raw.try_lock_exclusive(),
@@ -218,7 +206,6 @@ impl<R: RawRwLockTimed, T: ?Sized> MeteredRwLock<R, T> {
     pub fn try_read_until(&self, deadline: R::Instant) -> Option<MeteredReadGuard<'_, R, T>> {
         meter::acquire_timed(
             &self.meta,
-            LockKind::Rwlock,
             Location::caller(),
             Mode::Read,
             || self.raw.try_lock_shared(),
@@ -236,7 +223,6 @@ impl<R: RawRwLockTimed, T: ?Sized> MeteredRwLock<R, T> {
     pub fn try_write_until(&self, deadline: R::Instant) -> Option<MeteredWriteGuard<'_, R, T>> {
         meter::acquire_timed(
             &self.meta,
-            LockKind::Rwlock,
             Location::caller(),
             Mode::Write,
             || self.raw.try_lock_exclusive(),

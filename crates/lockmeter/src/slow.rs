@@ -10,7 +10,7 @@ use crate::recorder::entry::Entry;
 #[cold]
 #[inline(never)]
 pub(crate) fn report(e: &Entry, wait_ns: u64, hold_ns: u64) {
-    let key = &e.key;
+    let key = e.key();
     tracing::warn!(
         target: "lockmeter",
         lock = %key.class.id(),

@@ -64,7 +64,7 @@ impl<T> SpinLock<T> {
 
     loom_const_fn! {
         pub(crate) const fn with_class(class: Class, value: T) -> SpinLock<T> {
-            SpinLock { locked: AtomicBool::new(false), meta: Meta::new(class), data: UnsafeCell::new(value) }
+            SpinLock { locked: AtomicBool::new(false), meta: Meta::new(class, LockKind::Spinlock), data: UnsafeCell::new(value) }
         }
     }
 
@@ -81,7 +81,6 @@ impl<T: ?Sized> SpinLock<T> {
     pub fn lock(&self) -> SpinLockGuard<'_, T> {
         let ((), hold) = meter::acquire(
             &self.meta,
-            LockKind::Spinlock,
             Location::caller(),
             Mode::Exclusive,
             || {
@@ -99,13 +98,9 @@ impl<T: ?Sized> SpinLock<T> {
     #[track_caller]
     #[inline]
     pub fn try_lock(&self) -> Option<SpinLockGuard<'_, T>> {
-        meter::try_acquire(
-            &self.meta,
-            LockKind::Spinlock,
-            Location::caller(),
-            Mode::Exclusive,
-            || self.try_acquire_raw().then_some(()),
-        )
+        meter::try_acquire(&self.meta, Location::caller(), Mode::Exclusive, || {
+            self.try_acquire_raw().then_some(())
+        })
         .map(|((), hold)| SpinLockGuard { lock: self, hold })
     }
 

@@ -9,6 +9,14 @@ use std::fs;
 use export_common::{acquisitions, scratch_dir, FakeSource, LOCK};
 use lockmeter::export::{self, DumpFormat, ExportConfig};
 
+/// Dumps to `path` only: no signal thread, no confirmation lines.
+fn dump_only(path: &std::path::Path) -> ExportConfig {
+    ExportConfig::default()
+        .dump(path)
+        .dump_signal(false)
+        .quiet(true)
+}
+
 #[test]
 fn dump_now_writes_json_csv_and_text() {
     let dir = scratch_dir("fmt");
@@ -19,13 +27,7 @@ fn dump_now_writes_json_csv_and_text() {
         ("d.txt", DumpFormat::Text),
     ] {
         let path = dir.join(name);
-        let exp = export::start(
-            src.clone(),
-            ExportConfig::default()
-                .dump(&path)
-                .dump_signal(false)
-                .quiet(true),
-        );
+        let exp = export::start(src.clone(), dump_only(&path));
         assert_eq!(exp.dump_now().unwrap(), path);
         let text = fs::read_to_string(&path).unwrap();
         match format {
@@ -79,13 +81,7 @@ fn shutdown_writes_the_final_dump_of_the_current_window() {
     let dir = scratch_dir("final");
     let path = dir.join("final-{pid}.json");
     let src = FakeSource::new(10);
-    let exp = export::start(
-        src.clone(),
-        ExportConfig::default()
-            .dump(&path)
-            .dump_signal(false)
-            .quiet(true),
-    );
+    let exp = export::start(src.clone(), dump_only(&path));
     let expanded = exp.dump_path().unwrap().to_path_buf();
     assert_eq!(
         expanded,

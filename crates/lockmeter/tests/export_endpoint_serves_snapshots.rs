@@ -14,6 +14,22 @@ use lockmeter_wire::{self as wire, Client, EndpointAddr, Request, Response};
 
 const TIMEOUT: Duration = Duration::from_secs(10);
 
+/// An endpoint serving `src` on a socket of its own, and a plain socket
+/// connected to it (reads time out after [`TIMEOUT`]), to speak the
+/// protocol byte by byte.
+fn serve_raw(src: std::sync::Arc<FakeSource>, tag: &str) -> (export::Exporter, UnixStream) {
+    let path = scratch_dir(tag).join("e.sock");
+    let exp = export::start(
+        src,
+        ExportConfig::default()
+            .listen(ListenAddr::Unix(path.clone()))
+            .quiet(true),
+    );
+    let s = UnixStream::connect(&path).unwrap();
+    s.set_read_timeout(Some(TIMEOUT)).unwrap();
+    (exp, s)
+}
+
 #[test]
 fn a_unix_client_gets_hello_snapshot_reset_and_stats() {
     let src = FakeSource::new(1000);
@@ -116,16 +132,7 @@ fn subscription_windows_add_up_to_the_cumulative_counts() {
 
 #[test]
 fn raw_lines_have_the_documented_shape() {
-    let src = FakeSource::new(3);
-    let path = scratch_dir("raw").join("e.sock");
-    let _exp = export::start(
-        src,
-        ExportConfig::default()
-            .listen(ListenAddr::Unix(path.clone()))
-            .quiet(true),
-    );
-    let mut s = UnixStream::connect(&path).unwrap();
-    s.set_read_timeout(Some(TIMEOUT)).unwrap();
+    let (_exp, mut s) = serve_raw(FakeSource::new(3), "raw");
     let mut r = BufReader::new(s.try_clone().unwrap());
     let mut line = String::new();
     r.read_line(&mut line).unwrap();
@@ -166,16 +173,7 @@ fn raw_lines_have_the_documented_shape() {
 /// closes its sending side after the request; the updates must go on.
 #[test]
 fn a_subscriber_that_closed_its_sending_side_still_gets_updates() {
-    let src = FakeSource::new(1);
-    let path = scratch_dir("halfclose").join("e.sock");
-    let _exp = export::start(
-        src,
-        ExportConfig::default()
-            .listen(ListenAddr::Unix(path.clone()))
-            .quiet(true),
-    );
-    let mut s = UnixStream::connect(&path).unwrap();
-    s.set_read_timeout(Some(TIMEOUT)).unwrap();
+    let (_exp, mut s) = serve_raw(FakeSource::new(1), "halfclose");
     s.write_all(b"{\"type\":\"subscribe\",\"interval_ms\":50}\n")
         .unwrap();
     s.shutdown(std::net::Shutdown::Write).unwrap();

@@ -4,14 +4,16 @@
 
 mod export_common;
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::TcpStream;
 use std::os::unix::net::UnixStream;
 use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
-use export_common::{acquisitions, scratch_dir, wait_until, FakeSource};
+use export_common::{
+    acquisitions, assert_error_then_close, read_to_close, scratch_dir, wait_until, FakeSource,
+};
 use lockmeter::export::{self, ExportConfig, Exporter, ListenAddr};
 use lockmeter_wire::{self as wire, Client, EndpointAddr, Response};
 
@@ -36,28 +38,6 @@ fn unix_path(addr: &EndpointAddr) -> &std::path::Path {
     match addr {
         EndpointAddr::Unix(p) => p,
         EndpointAddr::Tcp(_) => panic!("not a unix address"),
-    }
-}
-
-/// Reads everything until the server closes; the lines it sent.
-fn read_to_close(s: &mut impl Read) -> Vec<String> {
-    let mut all = Vec::new();
-    let _ = s.read_to_end(&mut all);
-    String::from_utf8_lossy(&all)
-        .lines()
-        .map(str::to_string)
-        .collect()
-}
-
-fn assert_error_then_close(lines: &[String], what: &str) {
-    assert_eq!(
-        lines.len(),
-        2,
-        "expected hello + error for {what}, got {lines:?}"
-    );
-    match wire::decode_response(&lines[1]) {
-        Ok(Response::Error { message }) => assert!(!message.is_empty()),
-        other => panic!("{what}: expected an error, got {other:?}"),
     }
 }
 

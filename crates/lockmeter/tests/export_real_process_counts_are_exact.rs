@@ -18,7 +18,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::thread;
 use std::time::Duration;
 
-use export_common::{acquisitions, scratch_dir, wait_until, LOCK};
+use export_common::{
+    acquisitions, assert_error_then_close, read_to_close, scratch_dir, wait_until, LOCK,
+};
 use lockmeter_wire::discovery;
 use lockmeter_wire::{self as wire, Client, EndpointAddr, Response};
 
@@ -411,25 +413,6 @@ fn a_recording_adds_up_and_survives_a_kill() {
     fs::remove_dir_all(&dir).unwrap();
 }
 
-/// Reads until the server closes; the lines it sent.
-fn read_to_close(s: &mut UnixStream) -> Vec<String> {
-    s.set_read_timeout(Some(TIMEOUT)).unwrap();
-    let mut all = Vec::new();
-    let _ = s.read_to_end(&mut all);
-    String::from_utf8_lossy(&all)
-        .lines()
-        .map(str::to_string)
-        .collect()
-}
-
-fn assert_error_then_close(lines: &[String]) {
-    assert_eq!(lines.len(), 2, "expected hello + error, got {lines:?}");
-    assert!(
-        matches!(wire::decode_response(&lines[1]), Ok(Response::Error { .. })),
-        "{lines:?}"
-    );
-}
-
 fn stats(addr: &EndpointAddr) -> wire::EndpointStats {
     Client::connect(addr, TIMEOUT).unwrap().stats().unwrap()
 }
@@ -449,10 +432,12 @@ fn abusive_clients_do_not_disturb_the_program_or_its_counts() {
     // Garbage bytes, then a request over the cap.
     let mut s = UnixStream::connect(&path).unwrap();
     s.write_all(b"\x00\x01\xff\xfe\r\n").unwrap();
-    assert_error_then_close(&read_to_close(&mut s));
+    s.set_read_timeout(Some(TIMEOUT)).unwrap();
+    assert_error_then_close(&read_to_close(&mut s), "a bad request");
     let mut s = UnixStream::connect(&path).unwrap();
     let _ = s.write_all(&vec![b'x'; 2 * wire::MAX_REQUEST_LINE]);
-    assert_error_then_close(&read_to_close(&mut s));
+    s.set_read_timeout(Some(TIMEOUT)).unwrap();
+    assert_error_then_close(&read_to_close(&mut s), "a bad request");
 
     // A client that asks for a lot and never reads.
     let mut stalled = UnixStream::connect(&path).unwrap();

@@ -155,3 +155,44 @@ fn keyed_wake_wakes_only_matching_waiters() {
         waiter.join().unwrap();
     });
 }
+
+/// The seqlock behind `now`: a reader on another thread only ever keeps a
+/// state the writer was in between two changes, never a torn mixture,
+/// whatever the interleaving; and the writer never waits.
+#[test]
+fn now_tables_are_read_whole_or_not_at_all() {
+    use lockmeter::loom_now::{Rec, Table};
+    let rec = |lock: usize| Rec {
+        lock,
+        what: lock * 8,
+        recorder: 1,
+        since: lock as u64,
+    };
+    loom::model(move || {
+        let table = Arc::new(Table::new());
+        let w = table.clone();
+        let writer = thread::spawn(move || {
+            let a = w.hold(rec(1));
+            w.wait(rec(2));
+            let b = w.wait_over_held(rec(2));
+            w.release(a);
+            w.release(b);
+        });
+        for _ in 0..2 {
+            if let Some(v) = table.read() {
+                let held: Vec<usize> = v.held.iter().map(|r| r.lock).collect();
+                for r in &v.held {
+                    assert_eq!((r.what, r.since), (r.lock * 8, r.lock as u64), "torn {v:?}");
+                }
+                let wait = v.wait.map(|r| r.lock);
+                let ok = matches!(
+                    (held.as_slice(), wait),
+                    ([], None) | ([1], None) | ([1], Some(2)) | ([1, 2], None) | ([2], None)
+                );
+                assert!(ok, "a state the writer was never in: {v:?}");
+            }
+        }
+        writer.join().unwrap();
+        assert_eq!(table.read().map(|v| v.held.len()), Some(0));
+    });
+}

@@ -65,3 +65,34 @@ fn every_primitive_under_observation() {
     assert_eq!(lock(&snap, "miri.mutex").total.acquisitions, 3);
     assert_eq!(lock(&snap, "miri.sem").total.acquisitions, 3);
 }
+
+/// The per-thread tables behind `now`: holds recorded and forgotten, a
+/// snapshot resolving them from another thread, and a thread exiting.
+#[test]
+fn now_reads_held_locks_of_live_threads() {
+    let (clock, _mock) = quanta::Clock::mock();
+    let layer = Layer::builder().clock(clock).lock_order(true).build();
+    let handle = layer.handle();
+    let dispatch = tracing::Dispatch::new(tracing::subscriber::NoSubscriber::default().with(layer));
+    tracing::dispatcher::with_default(&dispatch, || {
+        let spin = SpinLock::named("miri.now.spin", 0u32);
+        let rw = Arc::new(RwLock::named("miri.now.rw", 0u8));
+        let s = spin.lock();
+        let r = rw.read();
+        let snap = handle.snapshot();
+        let ids: Vec<&str> = snap.now.locks.iter().map(|l| l.id.as_str()).collect();
+        assert_eq!(ids.len(), 2, "{ids:?}");
+        assert!(ids.contains(&"miri.now.spin") && ids.contains(&"miri.now.rw"));
+        drop(r);
+        drop(s);
+        let rw2 = rw.clone();
+        spawn_observed(move || drop(rw2.write())).join().unwrap();
+        let snap = handle.snapshot();
+        assert!(snap.now.locks.is_empty(), "{:?}", snap.now);
+        assert!(snap
+            .lock_order
+            .edges
+            .iter()
+            .any(|e| e.held == "miri.now.spin" && e.acquired == "miri.now.rw"));
+    });
+}

@@ -49,7 +49,7 @@ pub fn herd(report: &Report<herd::Results>) -> String {
         &mut out,
         &[
             "servers",
-            "seed SMP s (unpatched / patched)",
+            "original SMP s (unpatched / patched)",
             "ours wake-all s",
             "ours FIFO s",
             "ours LIFO s",
@@ -132,7 +132,7 @@ pub fn pipe(report: &Report<pipe::Results>) -> String {
         &mut out,
         &[
             "guard",
-            "seed s",
+            "original s",
             "ours s",
             "guard CON",
             "guard sleeps",
@@ -177,7 +177,7 @@ pub fn epoll(report: &Report<epoll::Results>) -> String {
         &mut out,
         &[
             "variant",
-            "seed hits/s",
+            "original hits/s",
             "ours median",
             "ours best",
             "every run",

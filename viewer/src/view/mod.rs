@@ -4,6 +4,7 @@
 
 pub mod detail;
 pub mod help;
+pub mod now;
 pub mod picker;
 pub mod table;
 pub mod too_small;

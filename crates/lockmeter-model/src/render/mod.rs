@@ -16,12 +16,14 @@
 
 mod csv;
 mod diff_report;
+mod now;
 mod order;
 mod sort;
 mod text;
 
 pub use self::csv::csv_table;
 pub use self::diff_report::{diff_csv, diff_text};
+pub use self::now::now_text;
 pub use self::order::{sorted_lock_rows, sorted_locks, sorted_sites, LockRow};
 pub use self::sort::{ParseSortKeyError, SortKey, TableOptions};
 pub use self::text::{text_table, text_table_with};

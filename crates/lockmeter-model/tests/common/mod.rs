@@ -125,6 +125,9 @@ fn snapshot(pid: u32, elapsed_ns: u64, locks: Vec<LockStats>) -> Snapshot {
         dropped_records: 0,
         sampling: Default::default(),
         locks,
+        now: Default::default(),
+        deadlocks: Vec::new(),
+        lock_order: Default::default(),
     }
 }
 

@@ -175,9 +175,9 @@ impl ExportConfig {
     /// These settings, with every `LOCKMETER_*` variable that is set
     /// taking precedence.
     pub fn with_env_overrides(self) -> ExportConfig {
-        let (config, warnings) = super::env::apply(self, &|name| std::env::var_os(name));
+        let (config, warnings) = crate::env::export_overrides(self, &|name| std::env::var_os(name));
         for w in warnings {
-            super::report::warn(w);
+            crate::report::warn(w);
         }
         config
     }

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, Once, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
-use super::report;
+use crate::report;
 
 /// The longest the exit hook waits for final dumps and recordings.
 pub(crate) const EXIT_BUDGET: Duration = Duration::from_secs(2);

@@ -13,17 +13,25 @@
 //! Everything runs on threads of its own and reads through a
 //! [`SnapshotSource`]; nothing here can panic the host program, and every
 //! failure is one line on stderr. `docs/endpoint.md` is the user's guide.
+//!
+//! One folder per output; what they share sits beside them:
+//!
+//! | path | what |
+//! |---|---|
+//! | `dump/` | the dump worker and formats; `signal.rs`, the `SIGUSR1` thread |
+//! | `endpoint/` | the accept loop; `session.rs`, one client; `transport.rs`, the listening sockets |
+//! | `record/` | the JSON Lines recorder, rotation and limits |
+//! | `config.rs` | [`ExportConfig`], the settings of all three |
+//! | `exit.rs` | the one `atexit` hook that finishes them |
+//!
+//! The `LOCKMETER_*` variables that switch these on are read in
+//! `crate::env`, with every other variable of the crate.
 
 mod config;
 mod dump;
 mod endpoint;
-mod env;
 mod exit;
 mod record;
-mod report;
-mod session;
-mod signal;
-mod transport;
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -34,14 +42,15 @@ use std::time::Instant;
 
 use lockmeter_wire::{EndpointAddr, EndpointStats};
 
+use crate::report;
+
 pub use config::{ExportConfig, ListenAddr, OnFull, RecordConfig};
 pub use dump::DumpFormat;
 
-use dump::DumpWorker;
+use dump::{DumpWorker, SignalThread};
 use endpoint::{Counters, Endpoint, EndpointOptions};
 use exit::AtExit;
 use record::Recorder;
-use signal::SignalThread;
 
 /// What the export paths read from: implemented by lockmeter::Handle.
 pub trait SnapshotSource: Send + Sync + 'static {

@@ -16,34 +16,34 @@ use crate::class::SiteKey;
 
 /// A single-writer counter.
 #[derive(Debug, Default)]
-pub(crate) struct Counter(AtomicU64);
+struct Counter(AtomicU64);
 
 impl Counter {
     #[inline]
-    pub(crate) fn add(&self, n: u64) {
+    fn add(&self, n: u64) {
         self.0.store(self.0.load(Relaxed).wrapping_add(n), Relaxed);
     }
 
     #[inline]
-    pub(crate) fn sub(&self, n: u64) {
+    fn sub(&self, n: u64) {
         self.0.store(self.0.load(Relaxed).wrapping_sub(n), Relaxed);
     }
 
     #[inline]
-    pub(crate) fn raise_to(&self, n: u64) {
+    fn raise_to(&self, n: u64) {
         if n > self.0.load(Relaxed) {
             self.0.store(n, Relaxed);
         }
     }
 
     #[inline]
-    pub(crate) fn get(&self) -> u64 {
+    fn get(&self) -> u64 {
         self.0.load(Relaxed)
     }
 }
 
 /// A single-writer log-bucket distribution (see `lockmeter_model::dist`).
-pub(crate) struct AtomicDist {
+struct AtomicDist {
     count: Counter,
     total: Counter,
     min: AtomicU64,
@@ -63,7 +63,7 @@ impl AtomicDist {
     }
 
     #[inline]
-    pub(crate) fn record(&self, ns: u64) {
+    fn record(&self, ns: u64) {
         self.count.add(1);
         self.total.add(ns);
         self.max.raise_to(ns);
@@ -74,7 +74,7 @@ impl AtomicDist {
     }
 
     /// The model form of the distribution so far.
-    pub(crate) fn read(&self) -> lockmeter_model::Dist {
+    fn read(&self) -> lockmeter_model::Dist {
         let count = self.count.get();
         if count == 0 {
             return lockmeter_model::Dist::default();
@@ -96,50 +96,55 @@ pub(crate) const HOLDER_SLOTS: usize = 8;
 
 /// A call site that held the lock while this entry's acquisitions waited.
 #[derive(Default)]
-pub(crate) struct HolderSlot {
+struct HolderSlot {
     /// Null until claimed; the spill slot stays null.
-    pub(crate) site: AtomicPtr<Location<'static>>,
-    pub(crate) contended: Counter,
-    pub(crate) wait_ns: Counter,
+    site: AtomicPtr<Location<'static>>,
+    contended: Counter,
+    wait_ns: Counter,
 }
 
 /// The counters of one (class, site, mode) on one thread.
+///
+/// The fields are private: the meter (`crate::meter`) is the only writer,
+/// through the intent-named methods below, and the snapshot build reads
+/// them through [`Entry::stats`] and [`Entry::holders`]. Primitives never
+/// see an `Entry`.
 pub(crate) struct Entry {
-    pub(crate) key: SiteKey,
-    pub(crate) clock: quanta::Clock,
+    key: SiteKey,
+    clock: quanta::Clock,
     /// Acquisitions waiting or holding at least this long emit a WARN event.
-    pub(crate) slow_ns: u64,
+    slow_ns: u64,
     /// `sample_every - 1` for a power-of-two `sample_every`: an uncontended
     /// acquisition is timed when `eligible & sample_mask == 0`.
-    pub(crate) sample_mask: u64,
+    sample_mask: u64,
     /// Acquisitions are `nowait + contended`, so they cost no store here.
-    pub(crate) nowait: Counter,
-    pub(crate) contended: Counter,
-    pub(crate) rejected: Counter,
-    pub(crate) spins: Counter,
-    pub(crate) sleeps: Counter,
-    pub(crate) bounces: Counter,
-    pub(crate) instances: Counter,
-    pub(crate) waits: Counter,
-    pub(crate) wake_calls: Counter,
-    pub(crate) wakeups: Counter,
-    pub(crate) spurious_wakeups: Counter,
-    pub(crate) exclusive_wakeups: Counter,
-    pub(crate) max_waiters: Counter,
+    nowait: Counter,
+    contended: Counter,
+    rejected: Counter,
+    spins: Counter,
+    sleeps: Counter,
+    bounces: Counter,
+    instances: Counter,
+    waits: Counter,
+    wake_calls: Counter,
+    wakeups: Counter,
+    spurious_wakeups: Counter,
+    exclusive_wakeups: Counter,
+    max_waiters: Counter,
     /// Uncontended acquisitions whose hold could be timed: the population
     /// that `hold_sampled` is a sample of.
-    pub(crate) eligible: Counter,
+    eligible: Counter,
     /// Holds after a contended acquisition: every one is timed.
-    pub(crate) hold: AtomicDist,
+    hold: AtomicDist,
     /// Timed holds of uncontended acquisitions, one in `sample_mask + 1`.
-    pub(crate) hold_sampled: AtomicDist,
-    pub(crate) wait: AtomicDist,
-    pub(crate) wake_latency: AtomicDist,
-    pub(crate) holders: [HolderSlot; HOLDER_SLOTS + 1],
+    hold_sampled: AtomicDist,
+    wait: AtomicDist,
+    wake_latency: AtomicDist,
+    holders: [HolderSlot; HOLDER_SLOTS + 1],
     /// Timed guards of this entry not yet released (untimed ones keep no
     /// pointer to it); a shard with such guards is never freed (see
     /// `shard::ThreadState`'s drop).
-    pub(crate) outstanding: Counter,
+    outstanding: Counter,
 }
 
 impl Entry {
@@ -177,6 +182,27 @@ impl Entry {
         }
     }
 
+    // ---- What it is (read by anyone holding the entry) ----
+
+    /// The (class, site, mode) this entry counts.
+    pub(crate) fn key(&self) -> &SiteKey {
+        &self.key
+    }
+
+    /// The recorder's clock, read for every timed event of this entry.
+    #[inline(always)]
+    pub(crate) fn clock(&self) -> &quanta::Clock {
+        &self.clock
+    }
+
+    /// Whether a wait or hold this long is reported as slow.
+    #[inline(always)]
+    pub(crate) fn is_slow(&self, wait_ns: u64, hold_ns: u64) -> bool {
+        hold_ns >= self.slow_ns || wait_ns >= self.slow_ns
+    }
+
+    // ---- Acquisitions (written by the meter only) ----
+
     /// Counts an uncontended acquisition; whether its hold is timed. The
     /// first at each site is, then one in `sample_mask + 1`.
     #[inline(always)]
@@ -187,33 +213,90 @@ impl Entry {
     }
 
     /// Takes back [`Entry::sample_uncontended`] for a hold that will not
-    /// be timed after all (a semaphore `down` keeps no guard).
+    /// be timed after all (the attempt failed, or a semaphore `down` keeps
+    /// no guard).
+    #[inline]
     pub(crate) fn unsample_uncontended(&self) {
         self.eligible.sub(1);
     }
 
-    /// Every hold: the contended ones, plus the sampled uncontended ones
-    /// scaled to stand for all of them; and how many were timed.
-    pub(crate) fn hold_estimate(&self) -> (lockmeter_model::Dist, u64) {
-        let mut all = self.hold.read();
-        let sampled = self.hold_sampled.read();
-        let timed = all.count + sampled.count;
-        let eligible = self.eligible.get();
-        let sampled = if eligible > sampled.count {
-            sampled.scaled_to(eligible)
-        } else {
-            sampled
-        };
-        if all.count == 0 && all.buckets.is_empty() {
-            // Merging into nothing would copy `sampled` as it is.
-            return (sampled, timed);
+    /// An acquisition that found the lock free.
+    #[inline(always)]
+    pub(crate) fn count_nowait(&self) {
+        self.nowait.add(1);
+    }
+
+    /// An acquisition that waited `spins` rounds and `sleeps` sleeps.
+    #[inline]
+    pub(crate) fn count_contended(&self, spins: u64, sleeps: u64) {
+        self.contended.add(1);
+        self.spins.add(spins);
+        self.sleeps.add(sleeps);
+    }
+
+    /// A try-lock that failed or a timed wait that gave up, after `spins`
+    /// rounds and `sleeps` sleeps.
+    #[inline]
+    pub(crate) fn count_rejected(&self, spins: u64, sleeps: u64) {
+        self.rejected.add(1);
+        self.spins.add(spins);
+        self.sleeps.add(sleeps);
+    }
+
+    /// The lock changed threads with this acquisition.
+    #[inline]
+    pub(crate) fn count_bounce(&self) {
+        self.bounces.add(1);
+    }
+
+    /// This acquisition was the first of its instance in this recorder.
+    #[inline]
+    pub(crate) fn count_instance(&self) {
+        self.instances.add(1);
+    }
+
+    // ---- Holds (written by the meter only) ----
+
+    /// A timed hold begins: its guard points at this entry until it ends.
+    #[inline(always)]
+    pub(crate) fn hold_started(&self) {
+        self.outstanding.add(1);
+    }
+
+    /// A sampled uncontended hold ended after `hold_ns`.
+    #[inline]
+    pub(crate) fn end_sampled_hold(&self, hold_ns: u64) {
+        self.hold_sampled.record(hold_ns);
+        self.outstanding.sub(1);
+    }
+
+    /// A sampled uncontended hold ended untimed (a semaphore `down`).
+    pub(crate) fn end_sampled_hold_untimed(&self) {
+        self.unsample_uncontended();
+        self.outstanding.sub(1);
+    }
+
+    /// The hold of a contended acquisition ended after `hold_ns` (`None`:
+    /// untimed, a semaphore `down`). Its wait of `wait_ns` is recorded now,
+    /// after the unlock, and charged to `behind`, the site that held the
+    /// lock when the wait began (null if unknown).
+    #[inline]
+    pub(crate) fn end_contended_hold(
+        &self,
+        hold_ns: Option<u64>,
+        wait_ns: u64,
+        behind: *mut Location<'static>,
+    ) {
+        if let Some(hold_ns) = hold_ns {
+            self.hold.record(hold_ns);
         }
-        all.merge(&sampled);
-        (all, timed)
+        self.wait.record(wait_ns);
+        self.record_holder(behind, wait_ns);
+        self.outstanding.sub(1);
     }
 
     /// Charges a contended acquisition's wait to the site that held the lock.
-    pub(crate) fn record_holder(&self, holder: *mut Location<'static>, wait_ns: u64) {
+    fn record_holder(&self, holder: *mut Location<'static>, wait_ns: u64) {
         let spill = &self.holders[HOLDER_SLOTS];
         let slot = if holder.is_null() {
             spill
@@ -233,5 +316,121 @@ impl Entry {
         };
         slot.contended.add(1);
         slot.wait_ns.add(wait_ns);
+    }
+
+    // ---- Wait queues (written by the meter only) ----
+
+    /// A wake call that found `waiting` waiters and woke `woken`, of which
+    /// `exclusive` were exclusive.
+    pub(crate) fn count_wake_call(&self, waiting: u64, woken: u64, exclusive: u64) {
+        self.wake_calls.add(1);
+        self.wakeups.add(woken);
+        self.exclusive_wakeups.add(exclusive);
+        self.max_waiters.raise_to(waiting);
+    }
+
+    /// A waiter joined a queue that now holds `len` waiters.
+    pub(crate) fn note_waiters(&self, len: u64) {
+        self.max_waiters.raise_to(len);
+    }
+
+    /// A woken waiter ran `ns` after its waker picked it.
+    pub(crate) fn record_wake_latency(&self, ns: u64) {
+        self.wake_latency.record(ns);
+    }
+
+    /// A wake-up found the waiter's condition still false.
+    pub(crate) fn count_spurious_wakeup(&self) {
+        self.spurious_wakeups.add(1);
+    }
+
+    /// A wait that slept `sleeps` times, `ns` in all from the first sleep.
+    pub(crate) fn record_sleeping_wait(&self, sleeps: u64, ns: u64) {
+        self.waits.add(1);
+        self.sleeps.add(sleeps);
+        self.wait.record(ns);
+    }
+
+    // ---- Reading (snapshots, from any thread) ----
+
+    /// Whether a guard timed against this entry is still held.
+    pub(crate) fn has_outstanding_guards(&self) -> bool {
+        self.outstanding.get() != 0
+    }
+
+    /// Instances of the class counted here.
+    pub(crate) fn instances(&self) -> u64 {
+        self.instances.get()
+    }
+
+    /// The counters in the model's form (no derived values yet).
+    pub(crate) fn stats(&self) -> lockmeter_model::Stats {
+        let (hold_ns, hold_timed) = self.hold_estimate();
+        let (nowait, contended) = (self.nowait.get(), self.contended.get());
+        lockmeter_model::Stats {
+            acquisitions: nowait + contended,
+            nowait,
+            contended,
+            rejected: self.rejected.get(),
+            spins: self.spins.get(),
+            sleeps: self.sleeps.get(),
+            bounces: self.bounces.get(),
+            hold_ns,
+            hold_timed,
+            wait_ns: self.wait.read(),
+            waits: self.waits.get(),
+            wake_calls: self.wake_calls.get(),
+            wakeups: self.wakeups.get(),
+            spurious_wakeups: self.spurious_wakeups.get(),
+            exclusive_wakeups: self.exclusive_wakeups.get(),
+            max_waiters: self.max_waiters.get(),
+            wake_latency_ns: self.wake_latency.read(),
+        }
+    }
+
+    /// Calls `f(site, contended, wait_ns_total)` for each site that held
+    /// the lock while an acquisition here waited; `None` is the spill slot
+    /// ("other").
+    pub(crate) fn holders(&self, mut f: impl FnMut(Option<&'static Location<'static>>, u64, u64)) {
+        // Holders are charged by contended acquisitions only (after counting
+        // them), so an uncontended entry has none: skip reading its slots,
+        // cache lines of their own at the far end of the entry.
+        if self.contended.get() == 0 {
+            return;
+        }
+        for (i, h) in self.holders.iter().enumerate() {
+            let contended = h.contended.get();
+            if contended == 0 {
+                continue;
+            }
+            let site = h.site.load(Relaxed);
+            let site = if i == HOLDER_SLOTS || site.is_null() {
+                None
+            } else {
+                // SAFETY: only `&'static Location` addresses are stored.
+                Some(unsafe { &*site })
+            };
+            f(site, contended, h.wait_ns.get());
+        }
+    }
+
+    /// Every hold: the contended ones, plus the sampled uncontended ones
+    /// scaled to stand for all of them; and how many were timed.
+    fn hold_estimate(&self) -> (lockmeter_model::Dist, u64) {
+        let mut all = self.hold.read();
+        let sampled = self.hold_sampled.read();
+        let timed = all.count + sampled.count;
+        let eligible = self.eligible.get();
+        let sampled = if eligible > sampled.count {
+            sampled.scaled_to(eligible)
+        } else {
+            sampled
+        };
+        if all.count == 0 && all.buckets.is_empty() {
+            // Merging into nothing would copy `sampled` as it is.
+            return (sampled, timed);
+        }
+        all.merge(&sampled);
+        (all, timed)
     }
 }

@@ -18,7 +18,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use lockmeter_model::{ProcessInfo, Snapshot};
 use tracing::Dispatch;
 
-use self::build::{FastMap, Grouper, KeyCache, Names, RecordKey, SiteRecord};
+use self::build::Book;
 use self::shard::Shard;
 use crate::Layer;
 
@@ -140,12 +140,8 @@ pub(crate) struct Recorder {
 #[derive(Default)]
 struct State {
     live: Vec<Arc<Shard>>,
-    /// Counts of exited threads, one record per (class, site, mode).
-    retired: FastMap<RecordKey, SiteRecord>,
-    /// The text of every class and site seen, made once.
-    names: Names,
-    /// The keys of live entries, read once.
-    keys: KeyCache,
+    /// What snapshots are built from besides the live shards.
+    book: Book,
 }
 
 impl Recorder {
@@ -178,20 +174,10 @@ impl Recorder {
     /// critical section so a snapshot sees it exactly once.
     pub(crate) fn retire(&self, shard: &Arc<Shard>) {
         let mut state = self.state();
-        let state = &mut *state;
         let entries = shard.entries.lock().unwrap_or_else(|e| e.into_inner());
-        for entry in entries.iter() {
-            let record = SiteRecord::from_entry(entry, &mut state.names);
-            match state.retired.entry(record.merge_key()) {
-                std::collections::hash_map::Entry::Occupied(mut o) => o.get_mut().merge(&record),
-                std::collections::hash_map::Entry::Vacant(v) => {
-                    v.insert(record);
-                }
-            }
-        }
+        state.book.retire(shard, &entries);
         drop(entries);
         state.live.retain(|s| !Arc::ptr_eq(s, shard));
-        state.keys.forget(shard);
     }
 
     pub(crate) fn count_dropped(&self) {
@@ -204,28 +190,20 @@ impl Recorder {
             let mut state = self.state();
             let state = &mut *state;
             let elapsed = self.clock.now().duration_since(self.start).as_nanos() as u64;
-            // Both passes must see the same entries: hold every shard.
+            // Every shard is held for the whole build: both of its passes
+            // must see the same entries.
             let shards: Vec<_> = state
                 .live
                 .iter()
                 .map(|s| s.entries.lock().unwrap_or_else(|e| e.into_inner()))
                 .collect();
-            let mut grouper = Grouper::default();
-            for record in state.retired.values() {
-                grouper.key_record(record);
-            }
-            for (shard, entries) in state.live.iter().zip(&shards) {
-                grouper.key_shard(shard, entries, &mut state.keys, &mut state.names);
-            }
-            grouper.layout(&mut state.names);
-            for record in state.retired.values() {
-                grouper.fill_record(record);
-            }
-            for entry in shards.iter().flat_map(|s| s.iter()) {
-                grouper.fill_entry(entry, &mut state.names);
-            }
-            drop(shards);
-            (grouper.finish(&mut state.names), elapsed)
+            let live: Vec<_> = state
+                .live
+                .iter()
+                .zip(&shards)
+                .map(|(shard, entries)| (&**shard, &entries[..]))
+                .collect();
+            (state.book.locks(&live), elapsed)
         };
         let mut snap = Snapshot::empty(self.process.clone(), self.clock_name);
         snap.window.start_unix_ns = self.start_unix_ns;
@@ -234,6 +212,7 @@ impl Recorder {
         snap.dropped_records = self.dropped.load(Relaxed);
         snap.sampling.uncontended_hold_every = self.sample_every;
         snap.locks = locks;
+        crate::now::fill(&mut snap, self);
         snap
     }
 
@@ -256,6 +235,7 @@ impl Recorder {
 impl Drop for Recorder {
     fn drop(&mut self) {
         OBSERVERS.fetch_sub(1, Relaxed);
+        crate::now::forget_recorder(self as *const Recorder as usize);
     }
 }
 

@@ -30,7 +30,7 @@ impl Shard {
     /// Whether any guard of this shard is still held.
     fn has_outstanding_guards(&self) -> bool {
         let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-        entries.iter().any(|e| e.outstanding.get() != 0)
+        entries.iter().any(|e| e.has_outstanding_guards())
     }
 }
 
@@ -230,6 +230,9 @@ fn new_entry(slot: &mut Slot, raw: [usize; 3], key: &SiteKey) -> Option<*const E
 
 impl Drop for ThreadState {
     fn drop(&mut self) {
+        // Before the entries go: `now`'s readers resolve entries of
+        // registered threads only.
+        crate::now::exiting();
         for slot in self.slots.get_mut().drain(..) {
             slot.recorder.retire(&slot.shard);
             if slot.shard.has_outstanding_guards() {

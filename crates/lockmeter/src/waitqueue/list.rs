@@ -13,8 +13,8 @@ pub enum WakeOrder {
     /// Oldest first, like Linux's `add_wait_queue_exclusive`.
     #[default]
     Fifo,
-    /// Newest first: the waiter most likely still cache-hot (seed 000's
-    /// LIFO wait queue).
+    /// Newest first: the waiter most likely still cache-hot (the O(1) LIFO
+    /// queue that fixed Linux's `accept()` thundering herd).
     Lifo,
 }
 

@@ -9,7 +9,8 @@
 //!
 //! The queue's lock can also guard the caller's data (`WaitQueue<T>`): then
 //! [`WaitQueue::lock`] returns a guard whose `*_locked` operations add,
-//! remove and wake waiters without taking the lock a second time (seed 003).
+//! remove and wake waiters without taking the lock a second time (epoll,
+//! whose own lock already guarded its queue, took it twice per event).
 //!
 //! Recorded per call site: waits that slept, sleeps, spurious wake-ups and
 //! wake latency for waiters; wake calls, wakeups and exclusive wakeups for
@@ -22,6 +23,7 @@ use std::fmt;
 use std::mem::ManuallyDrop;
 use std::ops::{Deref, DerefMut};
 use std::panic::Location;
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -29,10 +31,9 @@ use lockmeter_model::LockKind;
 
 pub use self::list::WakeOrder;
 use self::list::{PendingWakes, WaitList, Waiter};
-use crate::class::{Class, Mode, Role};
-use crate::meter::{Meta, Probe};
+use crate::class::{Class, Role};
+use crate::meter::{Meta, WaitStats, WakeCall};
 use crate::primitive::loom_const_fn;
-use crate::recorder::entry::Entry;
 use crate::spinlock::{SpinLock, SpinLockGuard};
 
 /// Every key bit: what unkeyed waits and wakes use.
@@ -171,7 +172,7 @@ impl<T> WaitQueue<T> {
         pub(crate) const fn with_class(class: Class, order: WakeOrder, data: T) -> WaitQueue<T> {
             WaitQueue {
                 inner: SpinLock::with_class(class.inner(Role::InnerLock), Inner { list: WaitList::new(order), data }),
-                meta: Meta::new(class),
+                meta: Meta::new(class, LockKind::Waitqueue),
             }
         }
     }
@@ -217,13 +218,7 @@ impl<T> WaitQueue<T> {
     /// if the wait timed out with `cond` still false.
     #[track_caller]
     pub fn wait_event_with(&self, how: Wait, mut cond: impl FnMut() -> bool) -> bool {
-        let probe = Probe::start(
-            &self.meta,
-            LockKind::Waitqueue,
-            Location::caller(),
-            Mode::Exclusive,
-        );
-        let mut stats = WaitStats::new(probe.as_ref().map(Probe::entry));
+        let mut stats = WaitStats::start(&self.meta, Location::caller());
         if cond() {
             stats.finish(true);
             return true;
@@ -237,18 +232,18 @@ impl<T> WaitQueue<T> {
                 self.inner.lock().list.remove(&waiter);
                 break true;
             }
-            let signaled = stats.sleep(&waiter, deadline);
+            let signaled = sleep(&mut stats, &waiter, deadline);
             if !signaled {
                 // Timed out. A waker may have picked us meanwhile: then the
                 // wake-up is ours and `cond` decides, so none is lost.
                 let woken = self.inner.lock().list.remove(&waiter);
                 waiter.parker.clear();
                 if woken {
-                    stats.woken(&waiter);
+                    stats.woken(waiter.woken_at.load(Relaxed));
                 }
                 break cond();
             }
-            stats.woken(&waiter);
+            stats.woken(waiter.woken_at.load(Relaxed));
             if cond() {
                 break true;
             }
@@ -339,17 +334,10 @@ fn wake_locked(
     site: &'static Location<'static>,
     pending: &mut PendingWakes,
 ) -> usize {
-    let probe = Probe::start(meta, LockKind::Waitqueue, site, Mode::Exclusive);
-    let stamp = probe.as_ref().map_or(0, |p| p.entry().clock.raw());
+    let call = WakeCall::start(meta, site);
     let waiting = list.len() as u64;
-    let woken = list.wake(key, nr, stamp, pending);
-    if let Some(p) = probe {
-        let e = p.entry();
-        e.wake_calls.add(1);
-        e.wakeups.add(woken.total);
-        e.exclusive_wakeups.add(woken.exclusive);
-        e.max_waiters.raise_to(waiting);
-    }
+    let woken = list.wake(key, nr, call.stamp(), pending);
+    call.finish(waiting, woken.total, woken.exclusive);
     woken.total as usize
 }
 
@@ -449,13 +437,7 @@ impl<'a, T> WaitQueueGuard<'a, T> {
         mut cond: impl FnMut(&mut T) -> bool,
     ) -> (Self, bool) {
         let queue = self.queue;
-        let probe = Probe::start(
-            &queue.meta,
-            LockKind::Waitqueue,
-            Location::caller(),
-            Mode::Exclusive,
-        );
-        let mut stats = WaitStats::new(probe.as_ref().map(Probe::entry));
+        let mut stats = WaitStats::start(&queue.meta, Location::caller());
         if cond(&mut self.inner.data) {
             stats.finish(true);
             return (self, true);
@@ -466,7 +448,7 @@ impl<'a, T> WaitQueueGuard<'a, T> {
             let queued = self.inner.list.add(&waiter);
             stats.queued(queued);
             drop(self);
-            let signaled = stats.sleep(&waiter, deadline);
+            let signaled = sleep(&mut stats, &waiter, deadline);
             self = WaitQueueGuard::new(queue, queue.inner.lock());
             let woken = if signaled {
                 true
@@ -477,7 +459,7 @@ impl<'a, T> WaitQueueGuard<'a, T> {
                 waiter.parker.clear();
             }
             if woken {
-                stats.woken(&waiter);
+                stats.woken(waiter.woken_at.load(Relaxed));
             }
             if cond(&mut self.inner.data) {
                 break true;
@@ -508,76 +490,13 @@ impl<T> DerefMut for WaitQueueGuard<'_, T> {
 impl<T> fmt::Debug for WaitQueue<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("WaitQueue")
-            .field("class", &self.meta.class.id())
+            .field("class", &self.meta.class().id())
             .finish_non_exhaustive()
     }
 }
 
-/// What one wait did, recorded once when it ends.
-struct WaitStats<'e> {
-    entry: Option<&'e Entry>,
-    asleep_from: u64,
-    slept: bool,
-    sleeps: u64,
-}
-
-impl<'e> WaitStats<'e> {
-    fn new(entry: Option<&'e Entry>) -> Self {
-        WaitStats {
-            entry,
-            asleep_from: 0,
-            slept: false,
-            sleeps: 0,
-        }
-    }
-
-    fn queued(&mut self, len: usize) {
-        if let Some(e) = self.entry {
-            e.max_waiters.raise_to(len as u64);
-        }
-    }
-
-    /// Sleeps until signaled or `deadline`; returns whether signaled.
-    fn sleep(&mut self, waiter: &Arc<Waiter>, deadline: Option<Instant>) -> bool {
-        if let (Some(e), false) = (self.entry, self.slept) {
-            self.asleep_from = e.clock.raw();
-        }
-        self.slept = true;
-        self.sleeps += 1;
-        waiter.parker.park(deadline)
-    }
-
-    fn woken(&mut self, waiter: &Waiter) {
-        let Some(e) = self.entry else { return };
-        let stamp = waiter.woken_at.load(std::sync::atomic::Ordering::Relaxed);
-        if stamp != 0 {
-            e.wake_latency
-                .record(e.clock.delta_as_nanos(stamp, e.clock.raw()));
-        }
-    }
-
-    fn spurious(&mut self) {
-        if let Some(e) = self.entry {
-            e.spurious_wakeups.add(1);
-        }
-    }
-
-    fn finish(self, done: bool) {
-        let Some(e) = self.entry else { return };
-        if self.slept {
-            e.waits.add(1);
-            e.sleeps.add(self.sleeps);
-            e.wait
-                .record(e.clock.delta_as_nanos(self.asleep_from, e.clock.raw()));
-        }
-        if done {
-            if self.slept {
-                e.contended.add(1);
-            } else {
-                e.nowait.add(1);
-            }
-        } else {
-            e.rejected.add(1);
-        }
-    }
+/// Sleeps until signaled or `deadline`; returns whether signaled.
+fn sleep(stats: &mut WaitStats, waiter: &Arc<Waiter>, deadline: Option<Instant>) -> bool {
+    stats.sleeping();
+    waiter.parker.park(deadline)
 }

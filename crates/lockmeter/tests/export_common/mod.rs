@@ -132,6 +132,29 @@ fn sweep_dead_scratch_dirs() {
     }
 }
 
+/// Reads everything until the server closes; the lines it sent.
+pub fn read_to_close(s: &mut impl std::io::Read) -> Vec<String> {
+    let mut all = Vec::new();
+    let _ = s.read_to_end(&mut all);
+    String::from_utf8_lossy(&all)
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// `lines` are the greeting and one error, after which the server closed.
+pub fn assert_error_then_close(lines: &[String], what: &str) {
+    assert_eq!(
+        lines.len(),
+        2,
+        "expected hello + error for {what}, got {lines:?}"
+    );
+    match lockmeter_wire::decode_response(&lines[1]) {
+        Ok(lockmeter_wire::Response::Error { message }) => assert!(!message.is_empty()),
+        other => panic!("{what}: expected an error, got {other:?}"),
+    }
+}
+
 /// Polls `cond` until it holds or `limit` passes; returns whether it held.
 /// Generous limits: this waits for events, it does not measure time.
 pub fn wait_until(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {

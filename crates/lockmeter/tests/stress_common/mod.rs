@@ -102,13 +102,36 @@ pub fn open_fds() -> usize {
 
 /// Runs `f` with a fresh layer in effect on this thread, giving `f` the
 /// handle so it can take snapshots while it runs.
+///
+/// The layer scans for deadlocks every 50 ms and records lock order, and
+/// the run must end with neither a deadlock nor an inversion reported:
+/// the stress suite is the no-false-positives test of the watchdog.
 pub fn observed<R>(f: impl FnOnce(&lockmeter::Handle) -> R) -> (lockmeter::Handle, R) {
     use tracing_subscriber::prelude::*;
-    let layer = lockmeter::Layer::new();
+    let layer = lockmeter::Layer::builder()
+        .deadlock_detection(Some(Duration::from_millis(100)))
+        .lock_order(true)
+        .build();
     let handle = layer.handle();
     let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(layer));
     let out = tracing::dispatcher::with_default(&dispatch, || f(&handle));
+    assert_no_hang_reports(&handle.cumulative());
     (handle, out)
+}
+
+/// No deadlock and no lock-order inversion reported.
+pub fn assert_no_hang_reports(snap: &lockmeter_model::Snapshot) {
+    assert!(snap.lock_order.recorded, "lock order is recorded");
+    assert!(
+        snap.deadlocks.is_empty(),
+        "false deadlock reports: {:#?}",
+        snap.deadlocks
+    );
+    assert!(
+        snap.lock_order.inversions.is_empty(),
+        "false inversions: {:#?}",
+        snap.lock_order.inversions
+    );
 }
 
 /// Spawns a thread that records into the caller's current dispatcher.

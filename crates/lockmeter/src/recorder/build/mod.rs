@@ -6,10 +6,14 @@
 //! `&'static` address and interned in [`Names`], which lives as long as
 //! the recorder. Rows are then merged by small integer symbols, and text
 //! is copied out only for the rows of the snapshot itself.
+//!
+//! The whole sequence is here: [`Book`] is what the recorder keeps between
+//! snapshots (retired records, names, keys); [`Book::locks`] runs the two
+//! passes of [`Grouper`] over it and the live entries; [`Book::retire`]
+//! folds an exiting thread's entries in.
 
 use std::borrow::Cow;
 use std::collections::hash_map::Entry as MapEntry;
-use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
 use lockmeter_model::{Holder, LockKind, LockStats, SiteStats, Stats};
@@ -18,16 +22,65 @@ mod names;
 mod sum;
 
 use self::names::Sym;
-pub(crate) use self::names::{FastMap, KeyCache, Names};
+use self::names::{FastMap, KeyCache, Names};
 use self::sum::StatsSum;
-use super::entry::{Entry, HOLDER_SLOTS};
+use super::entry::Entry;
 use super::shard::Shard;
 use crate::class::Mode;
+
+/// What a recorder keeps for its snapshots besides the live shards: the
+/// folded counts of exited threads, and the text and keys made once.
+#[derive(Default)]
+pub(crate) struct Book {
+    /// Counts of exited threads, one record per (class, site, mode).
+    retired: FastMap<RecordKey, SiteRecord>,
+    /// The text of every class and site seen, made once.
+    names: Names,
+    /// The keys of live entries, read once.
+    keys: KeyCache,
+}
+
+impl Book {
+    /// Folds an exiting thread's entries into the retired records.
+    pub(crate) fn retire(&mut self, shard: &Shard, entries: &[Arc<Entry>]) {
+        for entry in entries {
+            let record = SiteRecord::from_entry(entry, &mut self.names);
+            match self.retired.entry(record.key) {
+                MapEntry::Occupied(mut o) => o.get_mut().merge(&record),
+                MapEntry::Vacant(v) => {
+                    v.insert(record);
+                }
+            }
+        }
+        self.keys.forget(shard);
+    }
+
+    /// The lock classes of a snapshot: the retired records and the
+    /// entries of `live` (each shard with its entries, held by the caller
+    /// for the whole call), in the two passes of [`Grouper`].
+    pub(crate) fn locks(&mut self, live: &[(&Shard, &[Arc<Entry>])]) -> Vec<LockStats> {
+        let mut grouper = Grouper::default();
+        for record in self.retired.values() {
+            grouper.key_record(record);
+        }
+        for (shard, entries) in live {
+            grouper.key_shard(shard, entries, &mut self.keys, &mut self.names);
+        }
+        grouper.layout(&mut self.names);
+        for record in self.retired.values() {
+            grouper.fill_record(record);
+        }
+        for entry in live.iter().flat_map(|(_, entries)| entries.iter()) {
+            grouper.fill_entry(entry, &mut self.names);
+        }
+        grouper.finish(&mut self.names)
+    }
+}
 
 /// Records with equal keys describe the same row and add up: class id,
 /// kind, call site and mode, compared as text.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) struct RecordKey {
+struct RecordKey {
     id: Sym,
     kind: LockKind,
     site: Sym,
@@ -43,7 +96,7 @@ struct ClassInfo {
 
 /// The key and class of an entry.
 fn entry_key(e: &Entry, names: &mut Names) -> (RecordKey, ClassInfo) {
-    let key = &e.key;
+    let key = e.key();
     let (id, parent) = names.class(&key.class);
     (
         RecordKey {
@@ -59,62 +112,24 @@ fn entry_key(e: &Entry, names: &mut Names) -> (RecordKey, ClassInfo) {
     )
 }
 
-/// The counters of an entry.
-fn entry_stats(e: &Entry) -> Stats {
-    let (hold_ns, hold_timed) = e.hold_estimate();
-    let (nowait, contended) = (e.nowait.get(), e.contended.get());
-    Stats {
-        acquisitions: nowait + contended,
-        nowait,
-        contended,
-        rejected: e.rejected.get(),
-        spins: e.spins.get(),
-        sleeps: e.sleeps.get(),
-        bounces: e.bounces.get(),
-        hold_ns,
-        hold_timed,
-        wait_ns: e.wait.read(),
-        waits: e.waits.get(),
-        wake_calls: e.wake_calls.get(),
-        wakeups: e.wakeups.get(),
-        spurious_wakeups: e.spurious_wakeups.get(),
-        exclusive_wakeups: e.exclusive_wakeups.get(),
-        max_waiters: e.max_waiters.get(),
-        wake_latency_ns: e.wake_latency.read(),
-    }
-}
-
 /// Calls `f` with each holder site of an entry that saw contention.
 fn entry_holders(e: &Entry, names: &mut Names, mut f: impl FnMut(HolderRecord)) {
-    // Holders are charged by contended acquisitions only (after counting
-    // them), so an uncontended entry has none: skip reading its slots,
-    // cache lines of their own at the far end of the entry.
-    if e.contended.get() == 0 {
-        return;
-    }
-    for (i, h) in e.holders.iter().enumerate() {
-        let contended = h.contended.get();
-        if contended == 0 {
-            continue;
-        }
-        let site = h.site.load(Relaxed);
-        let site = if i == HOLDER_SLOTS || site.is_null() {
-            names.other()
-        } else {
-            // SAFETY: only `&'static Location` addresses are stored.
-            names.location(unsafe { &*site })
+    e.holders(|site, contended, wait_ns_total| {
+        let site = match site {
+            Some(site) => names.location(site),
+            None => names.other(),
         };
         f(HolderRecord {
             site,
             contended,
-            wait_ns_total: h.wait_ns.get(),
+            wait_ns_total,
         });
-    }
+    });
 }
 
 /// Plain values of one entry, detached from the thread that wrote them.
 #[derive(Clone)]
-pub(crate) struct SiteRecord {
+struct SiteRecord {
     key: RecordKey,
     class: ClassInfo,
     instances: u64,
@@ -130,25 +145,20 @@ struct HolderRecord {
 }
 
 impl SiteRecord {
-    pub(crate) fn from_entry(e: &Entry, names: &mut Names) -> SiteRecord {
+    fn from_entry(e: &Entry, names: &mut Names) -> SiteRecord {
         let (key, class) = entry_key(e, names);
         let mut holders = Vec::new();
         entry_holders(e, names, |h| holders.push(h));
         SiteRecord {
             key,
             class,
-            instances: e.instances.get(),
-            stats: entry_stats(e),
+            instances: e.instances(),
+            stats: e.stats(),
             holders,
         }
     }
 
-    /// Records with equal keys describe the same row and add up.
-    pub(crate) fn merge_key(&self) -> RecordKey {
-        self.key
-    }
-
-    pub(crate) fn merge(&mut self, other: &SiteRecord) {
+    fn merge(&mut self, other: &SiteRecord) {
         self.instances += other.instances;
         self.stats.merge(&other.stats);
         for h in &other.holders {
@@ -198,7 +208,7 @@ struct Row {
 /// The first record of a class gives its `created_at` and `parent`;
 /// counts add up whatever the order.
 #[derive(Default)]
-pub(crate) struct Grouper {
+struct Grouper {
     locks: Vec<LockAcc>,
     lock_index: FastMap<(Sym, LockKind), u32>,
     rows: Vec<Row>,
@@ -211,13 +221,13 @@ pub(crate) struct Grouper {
 
 impl Grouper {
     /// Pass 1 for a retired record.
-    pub(crate) fn key_record(&mut self, r: &SiteRecord) {
+    fn key_record(&mut self, r: &SiteRecord) {
         self.key_parts(r.key, r.class);
     }
 
     /// Pass 1 for the entries of a live shard, whose keys are remembered
     /// in `keys` so that this pass need not read the entries again.
-    pub(crate) fn key_shard(
+    fn key_shard(
         &mut self,
         shard: &Shard,
         entries: &[Arc<Entry>],
@@ -280,7 +290,7 @@ impl Grouper {
     }
 
     /// Sorts each lock's rows by (site, mode) and makes its sites.
-    pub(crate) fn layout(&mut self, names: &mut Names) {
+    fn layout(&mut self, names: &mut Names) {
         names.ranks();
         let rank = &names.rank[..];
         let rows = &mut self.rows;
@@ -303,7 +313,7 @@ impl Grouper {
     }
 
     /// Pass 2 for a retired record.
-    pub(crate) fn fill_record(&mut self, r: &SiteRecord) {
+    fn fill_record(&mut self, r: &SiteRecord) {
         let lock = self.fill_parts(r.instances, Cow::Borrowed(&r.stats));
         for h in &r.holders {
             lock.add_holder(*h);
@@ -311,8 +321,8 @@ impl Grouper {
     }
 
     /// Pass 2 for a live entry.
-    pub(crate) fn fill_entry(&mut self, e: &Entry, names: &mut Names) {
-        let lock = self.fill_parts(e.instances.get(), Cow::Owned(entry_stats(e)));
+    fn fill_entry(&mut self, e: &Entry, names: &mut Names) {
+        let lock = self.fill_parts(e.instances(), Cow::Owned(e.stats()));
         entry_holders(e, names, |h| lock.add_holder(h));
     }
 
@@ -334,7 +344,7 @@ impl Grouper {
     /// The lock classes, sorted by id, their sites by (site, mode) and
     /// their holders by wait, longest first, then site. A class's total
     /// is the sum of its sites.
-    pub(crate) fn finish(self, names: &mut Names) -> Vec<LockStats> {
+    fn finish(self, names: &mut Names) -> Vec<LockStats> {
         debug_assert_eq!(self.next, self.record_rows.len(), "every record filled");
         names.ranks();
         let names = &*names;

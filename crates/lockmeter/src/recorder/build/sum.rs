@@ -76,15 +76,15 @@ impl DistSum {
             self.slow = Some(slow);
             return;
         }
-        let head = &mut self.head;
-        head.min = if head.count == 0 {
-            d.min
-        } else {
-            head.min.min(d.min)
-        };
-        head.count = head.count.saturating_add(d.count);
-        head.total = head.total.saturating_add(d.total);
-        head.max = head.max.max(d.max);
+        // Count, total and extremes add up as `Dist::merge` adds them; the
+        // buckets go into the array.
+        self.head.merge(&Dist {
+            count: d.count,
+            total: d.total,
+            min: d.min,
+            max: d.max,
+            ..Dist::default()
+        });
         self.merged = true;
         if !d.buckets.is_empty() {
             let counts = self.counts.get_or_insert_with(|| Box::new([0; BUCKETS]));
@@ -102,16 +102,12 @@ impl DistSum {
         if !self.merged {
             return Dist::default();
         }
-        let mut dist = self.head;
-        if let Some(counts) = self.counts {
-            dist.buckets = counts
-                .iter()
-                .enumerate()
-                .filter(|(_, &c)| c > 0)
-                .map(|(i, &c)| (bucket_upper_bound(i), c))
-                .collect();
+        let head = self.head;
+        match self.counts {
+            Some(counts) => {
+                Dist::from_buckets(&counts[..], head.count, head.total, head.min, head.max)
+            }
+            None => head,
         }
-        dist.refresh_derived();
-        dist
     }
 }

@@ -6,8 +6,10 @@ use std::panic::Location;
 use std::sync::Arc;
 
 use lockmeter_model::{Holder, LockKind, LockStats, ProcessInfo, SiteStats, Stats};
+use proptest::prelude::Rng as _;
+use proptest::test_runner::{RngAlgorithm, TestRng};
 
-use super::super::entry::{Entry, HOLDER_SLOTS};
+use super::super::entry::Entry;
 use super::super::shard::Shard;
 use super::super::{Recorder, Settings};
 use crate::class::{format_location, Class, Mode, Role, SiteKey};
@@ -30,23 +32,15 @@ type PlainKey = (String, &'static str, String, Option<&'static str>);
 
 impl Plain {
     fn of(e: &Entry) -> Plain {
-        let holders = (e.holders.iter().enumerate())
-            .filter(|(_, h)| h.contended.get() > 0)
-            .map(|(i, h)| {
-                let site = h.site.load(std::sync::atomic::Ordering::Relaxed);
-                Holder {
-                    site: if i == HOLDER_SLOTS || site.is_null() {
-                        "(other)".to_string()
-                    } else {
-                        // SAFETY: only `&'static Location` addresses are stored.
-                        format_location(unsafe { &*site })
-                    },
-                    contended: h.contended.get(),
-                    wait_ns_total: h.wait_ns.get(),
-                }
+        let mut holders = Vec::new();
+        e.holders(|site, contended, wait_ns_total| {
+            holders.push(Holder {
+                site: site.map_or_else(|| "(other)".to_string(), format_location),
+                contended,
+                wait_ns_total,
             })
-            .collect();
-        let key = &e.key;
+        });
+        let key = e.key();
         Plain {
             id: key.class.id(),
             kind: key.kind,
@@ -54,8 +48,8 @@ impl Plain {
             parent: key.class.parent(),
             site: format_location(key.site),
             mode: key.mode.label(),
-            instances: e.instances.get(),
-            stats: super::entry_stats(e),
+            instances: e.instances(),
+            stats: e.stats(),
             holders,
         }
     }
@@ -129,16 +123,18 @@ fn here() -> &'static Location<'static> {
     Location::caller()
 }
 
-/// A small deterministic generator.
-struct Rng(u64);
+/// A deterministic generator (proptest's ChaCha), seeded per case.
+struct Rng(TestRng);
 
 impl Rng {
+    fn seeded(seed: u64) -> Rng {
+        let mut bytes = [0u8; 32];
+        bytes[..8].copy_from_slice(&seed.to_le_bytes());
+        Rng(TestRng::from_seed(RngAlgorithm::ChaCha, &bytes))
+    }
+
     fn below(&mut self, n: u64) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (self.0 >> 33) % n.max(1)
+        self.0.next_u64() % n.max(1)
     }
 
     /// A duration of up to `bits` bits, spread over the octaves.
@@ -165,26 +161,11 @@ fn recorder() -> Recorder {
 
 /// `entries` random entries for `shard`, drawn from shared pools.
 fn fill(rec: &Recorder, shard: &Shard, rng: &mut Rng, entries: usize, unnamed: &[Class]) {
-    let sites = [
-        here(),
-        here(),
-        here(),
-        here(),
-        here(),
-        here(),
-        here(),
-        here(),
-    ];
-    let more = [
-        here(),
-        here(),
-        here(),
-        here(),
-        here(),
-        here(),
-        here(),
-        here(),
-    ];
+    // Distinct call sites, each `here()` its own.
+    #[rustfmt::skip]
+    let sites = [here(), here(), here(), here(), here(), here(), here(), here()];
+    #[rustfmt::skip]
+    let more = [here(), here(), here(), here(), here(), here(), here(), here()];
     // "dup" twice: equal text at two addresses merges by text.
     let dup: &'static str = Box::leak(String::from("dup").into_boxed_str());
     let at = here();
@@ -209,31 +190,38 @@ fn fill(rec: &Recorder, shard: &Shard, rng: &mut Rng, entries: usize, unnamed: &
             mode: rng.pick(&modes),
         };
         let e = Entry::new(key, rec.clock.clone(), rec.slow_ns, 4);
-        e.nowait.add(rng.below(100));
-        e.instances.add(rng.below(3));
-        e.eligible.add(rng.below(50));
+        for _ in 0..rng.below(100) {
+            e.count_nowait();
+        }
+        for _ in 0..rng.below(3) {
+            e.count_instance();
+        }
+        for _ in 0..rng.below(50) {
+            e.sample_uncontended();
+        }
         for _ in 0..rng.below(4) {
-            e.hold_sampled.record(rng.ns(40));
+            e.hold_started();
+            e.end_sampled_hold(rng.ns(40));
         }
         if rng.below(3) == 0 {
-            e.contended.add(1 + rng.below(20));
-            e.spins.add(rng.below(1000));
-            e.max_waiters.raise_to(rng.below(8));
+            e.count_contended(rng.below(1000), 0);
+            for _ in 0..rng.below(20) {
+                e.count_contended(0, 0);
+            }
+            e.note_waiters(rng.below(8));
             for _ in 0..rng.below(12) {
-                let wait = rng.ns(30);
-                e.wait.record(wait);
-                e.hold.record(rng.ns(30));
                 let holder = match rng.below(4) {
                     0 => std::ptr::null_mut(),
                     1 => rng.pick(&more) as *const Location<'static> as *mut _,
                     _ => rng.pick(&sites) as *const Location<'static> as *mut _,
                 };
-                e.record_holder(holder, wait);
+                e.hold_started();
+                e.end_contended_hold(Some(rng.ns(30)), rng.ns(30), holder);
             }
         }
         if rng.below(4) == 0 {
-            e.wake_latency.record(rng.below(100_000));
-            e.wakeups.add(rng.below(5));
+            e.record_wake_latency(rng.below(100_000));
+            e.count_wake_call(0, rng.below(5), 0);
         }
         list.push(Arc::new(e));
     }
@@ -266,7 +254,7 @@ fn snapshot(rec: &Recorder) -> Vec<LockStats> {
 fn snapshots_equal_merging_by_text() {
     let unnamed = [Class::new(None, here()), Class::new(None, here())];
     for seed in 0..40 {
-        let mut rng = Rng(seed);
+        let mut rng = Rng::seeded(seed);
         let rec = recorder();
         let mut retired = HashMap::new();
         let shards: Vec<Arc<Shard>> = (0..1 + rng.below(4)).map(|_| Arc::default()).collect();

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use lockmeter_model::Snapshot;
 use lockmeter_wire::{self as wire, Hello, LineReader, Request, Response, Stream, WireError};
 
-use super::endpoint::Shared;
+use super::Shared;
 
 /// A client that neither subscribes nor asks anything for this long is
 /// disconnected, so idle connections cannot hold client slots forever.

@@ -18,9 +18,9 @@ use std::time::Instant;
 
 use lockmeter_model::Snapshot;
 
-use super::config::{expand_pid, with_suffix, OnFull, RecordConfig};
-use super::report;
-use super::SnapshotSource;
+use crate::export::config::{expand_pid, with_suffix, OnFull, RecordConfig};
+use crate::export::SnapshotSource;
+use crate::report;
 
 /// A request to the recorder thread: finish, optionally writing the window
 /// since the last line first.

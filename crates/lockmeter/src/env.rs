@@ -1,43 +1,150 @@
-//! The `LOCKMETER_*` environment variables, so that any program that
-//! installed the layer can be told to export without a code change.
-//!
-//! | variable | value |
-//! |---|---|
-//! | `LOCKMETER_DUMP` | dump path (`.json`, `.csv`, else text); `off` to disable |
-//! | `LOCKMETER_DUMP_SIGNAL` | `0` to leave `SIGUSR1` alone |
-//! | `LOCKMETER_LISTEN` | `1`/`unix`, a socket path, `tcp://127.0.0.1:PORT`; `0`/`off` |
-//! | `LOCKMETER_LISTEN_ALLOW_REMOTE` | `1` to allow a non-loopback TCP address |
-//! | `LOCKMETER_MAX_CLIENTS` | clients served at once (default 64) |
-//! | `LOCKMETER_CLIENT_TIMEOUT_MS` | time a client may take to accept a message (default 5000) |
-//! | `LOCKMETER_RECORD` | recording path (JSON Lines); `off` to disable |
-//! | `LOCKMETER_RECORD_INTERVAL_MS` | window per line (default 1000) |
-//! | `LOCKMETER_RECORD_MAX_BYTES` | size limit, `K`/`M`/`G` suffixes, `0` = none (default 64M) |
-//! | `LOCKMETER_RECORD_MAX_SECS` | stop recording after this long, `0` = never |
-//! | `LOCKMETER_RECORD_ON_FULL` | `rotate` (default) or `stop` |
-//! | `LOCKMETER_QUIET` | `1`: no confirmation lines on stderr |
+//! Every `LOCKMETER_*` environment variable, in one place: the table of
+//! names, meanings and defaults ([`VARIABLES`], which `docs/endpoint.md`
+//! shows and a test keeps in step), and the parsing of each. Set variables
+//! win over the settings made in code, so that any program that installed
+//! the layer can be told to export, or to time every hold, without a
+//! change.
 //!
 //! Parsing is a pure function of a variable lookup, so it is tested
-//! without touching the process environment.
+//! without touching the process environment. A bad value is one line on
+//! stderr and is ignored.
 
 use std::ffi::{OsStr, OsString};
+#[cfg(unix)]
 use std::path::PathBuf;
+#[cfg(unix)]
 use std::time::Duration;
 
-use super::config::{ExportConfig, ListenAddr, OnFull, RecordConfig};
+#[cfg(unix)]
+use crate::export::{ExportConfig, ListenAddr, OnFull, RecordConfig};
+
+/// One environment variable: its name, what it does, its default.
+///
+/// Read by the tests that hold the parsers and `docs/endpoint.md` to it,
+/// not by the parsers themselves (each names its variable where it reads
+/// it), hence no use outside tests.
+#[cfg_attr(not(test), allow(dead_code))]
+pub(crate) struct Variable {
+    pub(crate) name: &'static str,
+    pub(crate) meaning: &'static str,
+    pub(crate) default: &'static str,
+}
+
+/// Every variable lockmeter reads, in the order of `docs/endpoint.md`.
+#[cfg_attr(not(test), allow(dead_code))]
+pub(crate) const VARIABLES: &[Variable] = &[
+    Variable {
+        name: "LOCKMETER_DUMP",
+        meaning: "dump path at exit and on SIGUSR1 (.json, .csv, else text); off disables",
+        default: "none",
+    },
+    Variable {
+        name: "LOCKMETER_DUMP_SIGNAL",
+        meaning: "0 leaves SIGUSR1 alone",
+        default: "1",
+    },
+    Variable {
+        name: "LOCKMETER_LISTEN",
+        meaning:
+            "1/unix, a socket path, or tcp://127.0.0.1:PORT: the live endpoint; 0/off disables",
+        default: "none",
+    },
+    Variable {
+        name: "LOCKMETER_LISTEN_ALLOW_REMOTE",
+        meaning: "1 allows a non-loopback TCP address",
+        default: "0",
+    },
+    Variable {
+        name: "LOCKMETER_MAX_CLIENTS",
+        meaning: "endpoint clients served at once, 1-4096",
+        default: "64",
+    },
+    Variable {
+        name: "LOCKMETER_CLIENT_TIMEOUT_MS",
+        meaning: "how long a client may take to accept one message",
+        default: "5000",
+    },
+    Variable {
+        name: "LOCKMETER_RECORD",
+        meaning: "JSON Lines recording path; off disables",
+        default: "none",
+    },
+    Variable {
+        name: "LOCKMETER_RECORD_INTERVAL_MS",
+        meaning: "length of each recorded window",
+        default: "1000",
+    },
+    Variable {
+        name: "LOCKMETER_RECORD_MAX_BYTES",
+        meaning: "size limit per recording file (K/M/G suffixes); 0 = none",
+        default: "64M",
+    },
+    Variable {
+        name: "LOCKMETER_RECORD_ON_FULL",
+        meaning: "rotate or stop at the size limit",
+        default: "rotate",
+    },
+    Variable {
+        name: "LOCKMETER_RECORD_MAX_SECS",
+        meaning: "stop recording this long after the start; 0 = never",
+        default: "0",
+    },
+    Variable {
+        name: "LOCKMETER_HOLD_SAMPLING",
+        meaning:
+            "time the hold of one uncontended acquisition in N (a power of two); 1 times every hold",
+        default: "64",
+    },
+    Variable {
+        name: "LOCKMETER_QUIET",
+        meaning: "1 drops the confirmation lines on stderr",
+        default: "0",
+    },
+];
 
 /// Looks a variable up; `std::env::var_os` in production.
 pub(crate) type Lookup<'a> = &'a dyn Fn(&str) -> Option<OsString>;
 
-/// `config` with every set variable applied, and one message per value
-/// that was ignored.
-pub(crate) fn apply(mut config: ExportConfig, get: Lookup<'_>) -> (ExportConfig, Vec<String>) {
-    let mut warnings = Vec::new();
-    let mut bad = |name: &str, value: &OsStr, why: &str| {
-        warnings.push(format!(
-            "{name}={}: {why}; ignored",
-            value.to_string_lossy()
-        ));
+/// The line for a value that is ignored.
+fn ignored(name: &str, value: &OsStr, why: &str) -> String {
+    format!("{name}={}: {why}; ignored", value.to_string_lossy())
+}
+
+/// `LOCKMETER_HOLD_SAMPLING` from the process environment, which wins over
+/// `LayerBuilder::sample_uncontended_holds` so that a run can time every
+/// hold (`1`) without recompiling. A bad value is reported and ignored.
+pub(crate) fn hold_sampling() -> Option<u32> {
+    let (every, warning) = hold_sampling_in(&|name| std::env::var_os(name));
+    if let Some(w) = warning {
+        crate::report::warn(w);
+    }
+    every
+}
+
+/// `LOCKMETER_HOLD_SAMPLING` as `get` sees it, and the warning for a bad value.
+fn hold_sampling_in(get: Lookup<'_>) -> (Option<u32>, Option<String>) {
+    const NAME: &str = "LOCKMETER_HOLD_SAMPLING";
+    let Some(v) = get(NAME).filter(|v| !v.is_empty()) else {
+        return (None, None);
     };
+    match parse_u64(&v).filter(|n| (1..=1 << 31).contains(n)) {
+        Some(n) => (Some(n as u32), None),
+        None => {
+            let why = format!("expected a whole number from 1 to {}", 1u32 << 31);
+            (None, Some(ignored(NAME, &v, &why)))
+        }
+    }
+}
+
+/// `config` with every set export variable applied, and one message per
+/// value that was ignored.
+#[cfg(unix)]
+pub(crate) fn export_overrides(
+    mut config: ExportConfig,
+    get: Lookup<'_>,
+) -> (ExportConfig, Vec<String>) {
+    let mut warnings = Vec::new();
+    let mut bad = |name: &str, value: &OsStr, why: &str| warnings.push(ignored(name, value, why));
     let set = |name: &str| get(name).filter(|v| !v.is_empty());
 
     if let Some(v) = set("LOCKMETER_DUMP") {
@@ -109,6 +216,7 @@ pub(crate) fn apply(mut config: ExportConfig, get: Lookup<'_>) -> (ExportConfig,
 }
 
 /// The `LOCKMETER_RECORD_*` settings, which need a recording to apply to.
+#[cfg(unix)]
 fn apply_record_limits(
     config: &mut ExportConfig,
     get: Lookup<'_>,
@@ -164,6 +272,7 @@ fn apply_record_limits(
     config.record = Some(rec);
 }
 
+#[cfg(unix)]
 fn is_off(v: &OsStr) -> bool {
     v.to_str().is_some_and(|s| {
         ["0", "off", "none", "false", "no"]
@@ -172,6 +281,7 @@ fn is_off(v: &OsStr) -> bool {
     })
 }
 
+#[cfg(unix)]
 fn parse_bool(v: &OsStr) -> Option<bool> {
     let s = v.to_str()?.trim().to_ascii_lowercase();
     match s.as_str() {
@@ -186,6 +296,7 @@ fn parse_u64(v: &OsStr) -> Option<u64> {
 }
 
 /// `4096`, `512K`, `64M`, `1G` (powers of 1024; a trailing `B`/`iB` is allowed).
+#[cfg(unix)]
 fn parse_size(s: &str) -> Option<u64> {
     let s = s.trim().to_ascii_uppercase();
     let s = s
@@ -205,7 +316,7 @@ fn parse_size(s: &str) -> Option<u64> {
         .checked_mul(1u64 << shift)
 }
 
-#[cfg(test)]
+#[cfg(all(test, unix))]
 mod tests {
     use super::*;
     use std::collections::HashMap;
@@ -219,7 +330,7 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), OsString::from(v)))
             .collect();
-        apply(base, &|name| map.get(name).cloned())
+        export_overrides(base, &|name| map.get(name).cloned())
     }
 
     #[test]
@@ -335,6 +446,66 @@ mod tests {
             "17179869184G",
         ] {
             assert_eq!(parse_size(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn hold_sampling_values_parse_or_are_refused() {
+        let get = |v: &str| {
+            let v = OsString::from(v);
+            hold_sampling_in(&move |_| Some(v.clone()))
+        };
+        assert_eq!(get("1"), (Some(1), None));
+        assert_eq!(get(" 64 "), (Some(64), None));
+        assert_eq!(get("2147483648"), (Some(1 << 31), None));
+        assert_eq!(get(""), (None, None));
+        for bad in ["0", "-1", "abc", "4294967295", "1.5"] {
+            let (every, warning) = get(bad);
+            assert_eq!(every, None, "{bad:?}");
+            let warning = warning.expect("a warning");
+            assert!(warning.starts_with(&format!("LOCKMETER_HOLD_SAMPLING={bad}: ")));
+        }
+    }
+
+    /// The table is the truth: every variable in it is looked up, and
+    /// nothing outside it is.
+    #[test]
+    fn the_table_is_every_variable_read() {
+        let asked = std::cell::RefCell::new(Vec::new());
+        let get = |name: &str| {
+            asked.borrow_mut().push(name.to_string());
+            // A recording, so that the LOCKMETER_RECORD_* limits are read too.
+            (name == "LOCKMETER_RECORD").then(|| OsString::from("/r.jsonl"))
+        };
+        export_overrides(ExportConfig::default(), &get);
+        hold_sampling_in(&get);
+        let mut asked = asked.into_inner();
+        asked.sort();
+        asked.dedup();
+        let mut table: Vec<String> = VARIABLES.iter().map(|v| v.name.to_string()).collect();
+        table.sort();
+        assert_eq!(asked, table);
+    }
+
+    /// `docs/endpoint.md` shows the table: one row per variable, with the
+    /// same default, and no other variable.
+    #[test]
+    fn the_users_guide_lists_the_table() {
+        let guide = include_str!("../../../docs/endpoint.md");
+        let rows: Vec<Vec<&str>> = guide
+            .lines()
+            .filter(|l| l.starts_with("| `LOCKMETER_"))
+            .map(|l| l.trim_matches('|').split(" | ").map(str::trim).collect())
+            .collect();
+        assert_eq!(rows.len(), VARIABLES.len(), "{rows:?}");
+        for v in VARIABLES {
+            let row = rows
+                .iter()
+                .find(|r| r[0] == format!("`{}`", v.name))
+                .unwrap_or_else(|| panic!("{} is not in docs/endpoint.md", v.name));
+            assert!(!v.meaning.is_empty());
+            let default = row.last().unwrap().trim_matches('`');
+            assert_eq!(default, v.default, "{}", v.name);
         }
     }
 }

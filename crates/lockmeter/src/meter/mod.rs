@@ -13,22 +13,44 @@
 //! timed, with one clock read just before the attempt and one just after
 //! the unlock, both outside the critical section; the others cost a lookup
 //! and a few single-writer counter stores, and their release costs nothing.
+//!
+//! The meter is the only writer of the per-thread counters
+//! (`recorder::entry`): primitives describe what happened (an acquisition
+//! that waited, a rejected try, a wake call in [`WakeCall`], a wait on a
+//! queue in [`WaitStats`]) and never see an entry. Each instance's
+//! [`Meta`] knows its class and kind, so no call passes them.
+//!
+//! | file | what |
+//! |---|---|
+//! | `mod.rs` | [`Meta`], [`Probe`] and the `acquire*` entry points |
+//! | `hold.rs` | [`Hold`], what a guard carries, and the `GuardNoSend` marker |
+//! | `wait.rs` | [`WaitStats`] and [`WakeCall`], for wait queues |
 
 use std::panic::Location;
 use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering::Relaxed};
 
 use lockmeter_model::LockKind;
 
-use crate::class::{Class, Mode, SiteKey};
+use crate::class::{Class, Mode, Role, SiteKey};
+use crate::now;
 use crate::recorder::{self, entry::Entry};
-use crate::slow;
 
-/// Per-instance metering state, embedded in every instrumented lock.
-/// Touched only while observed; the fields sit next to the lock word, on a
-/// cache line the acquiring thread owns anyway.
+mod hold;
+mod wait;
+
+pub(crate) use self::hold::Hold;
+pub(crate) use self::wait::{WaitStats, WakeCall};
+
+/// Per-instance metering state, embedded in every instrumented lock: what
+/// the instance is (its class and [`LockKind`], fixed when it is built) and
+/// the notes its acquisitions leave. Touched only while observed; the
+/// fields sit next to the lock word, on a cache line the acquiring thread
+/// owns anyway.
 ///
 /// `repr(C)`, written-on-every-acquisition fields first: placed right after
-/// the lock word, they share its cache line; the read-only class follows.
+/// the lock word, they share its cache line; the read-only class follows,
+/// flattened so that `kind` fits in the padding after `role` (56 bytes in
+/// all, see `docs/performance.md`).
 #[repr(C)]
 pub(crate) struct Meta {
     /// The call site of the current (or last) holder.
@@ -37,16 +59,73 @@ pub(crate) struct Meta {
     owner: AtomicUsize,
     /// The address of the recorder that counted this instance, for `instances`.
     seen: AtomicU64,
-    pub(crate) class: Class,
+    /// [`Class::name`].
+    name: Option<&'static str>,
+    /// [`Class::created_at`].
+    created_at: &'static Location<'static>,
+    /// [`Class::role`].
+    role: Role,
+    kind: LockKind,
+    /// `role` and `kind` as they enter [`Meta::raw_key`], so that the hot
+    /// path reads one load for both, as it did when the kind was a
+    /// constant of each call.
+    tag: u16,
 }
 
 impl Meta {
-    pub(crate) const fn new(class: Class) -> Meta {
+    /// The instance's identity in `now`: this field's address.
+    #[inline(always)]
+    fn instance(&self) -> usize {
+        self as *const Meta as usize
+    }
+
+    /// The state of a new instance of `class`, a primitive of `kind`.
+    pub(crate) const fn new(class: Class, kind: LockKind) -> Meta {
         Meta {
-            class,
             holder: AtomicPtr::new(std::ptr::null_mut()),
             owner: AtomicUsize::new(0),
             seen: AtomicU64::new(0),
+            name: class.name,
+            created_at: class.created_at,
+            role: class.role,
+            kind,
+            tag: class.role as u16 | (kind as u16) << 4,
+        }
+    }
+
+    /// The class this instance counts in.
+    pub(crate) fn class(&self) -> Class {
+        Class {
+            name: self.name,
+            created_at: self.created_at,
+            role: self.role,
+        }
+    }
+
+    /// Exact hash-table identity of (class, kind, site, mode), computed
+    /// in place: copying a whole key to the stack and reading it back cost
+    /// the hot path a store-forwarding stall. The class part is the name's
+    /// or the creation site's address; equal classes may have different
+    /// addresses (a string literal duplicated by the compiler), and
+    /// snapshots merge those by id.
+    #[inline(always)]
+    fn raw_key(&self, site: &'static Location<'static>, mode: Mode) -> [usize; 3] {
+        let class = match self.name {
+            Some(n) => n.as_ptr() as usize,
+            None => self.created_at as *const Location<'static> as usize,
+        };
+        let tag = self.tag as usize | (mode as usize) << 2;
+        [class, site as *const Location<'static> as usize, tag]
+    }
+
+    /// The full key of an acquisition at `site`, for a new entry.
+    #[inline(always)]
+    fn site_key(&self, site: &'static Location<'static>, mode: Mode) -> SiteKey {
+        SiteKey {
+            class: self.class(),
+            kind: self.kind,
+            site,
+            mode,
         }
     }
 }
@@ -75,39 +154,30 @@ impl Probe {
     #[inline]
     pub(crate) fn start(
         meta: &Meta,
-        kind: LockKind,
         site: &'static Location<'static>,
         mode: Mode,
     ) -> Option<Probe> {
         if !recorder::observing() {
             return None;
         }
-        Self::lookup(meta, kind, site, mode)
+        Self::lookup(meta, site, mode)
     }
 
     #[inline(always)]
-    fn lookup(
-        meta: &Meta,
-        kind: LockKind,
-        site: &'static Location<'static>,
-        mode: Mode,
-    ) -> Option<Probe> {
+    fn lookup(meta: &Meta, site: &'static Location<'static>, mode: Mode) -> Option<Probe> {
         let rec = recorder::current()?;
-        let raw = SiteKey::raw_of(&meta.class, kind, site, mode);
-        let entry = recorder::shard::entry(rec, raw, || SiteKey {
-            class: meta.class,
-            kind,
-            site,
-            mode,
-        })?;
+        let raw = meta.raw_key(site, mode);
+        let entry = recorder::shard::entry(rec, raw, move || meta.site_key(site, mode))?;
         Some(Probe {
             entry,
             recorder: rec,
         })
     }
 
+    /// The entry this acquisition counts in. Private to the meter: the
+    /// meter is the only writer of entries.
     #[inline]
-    pub(crate) fn entry(&self) -> &Entry {
+    fn entry(&self) -> &Entry {
         // SAFETY: entries live as long as their thread's slot, which
         // outlives every probe and guard of the thread (see `shard`).
         unsafe { &*self.entry }
@@ -121,7 +191,7 @@ impl Probe {
     #[inline(always)]
     fn sample(&self) -> Option<u64> {
         let e = self.entry();
-        e.sample_uncontended().then(|| e.clock.raw())
+        e.sample_uncontended().then(|| e.clock().raw())
     }
 
     /// The attempt that [`Probe::sample`] counted failed after all.
@@ -141,7 +211,7 @@ impl Probe {
     /// Like [`Probe::acquired_nowait`], for a hold that is never timed
     /// (a semaphore `down`, which hands out no guard).
     pub(crate) fn acquired_nowait_untimed(self, meta: &Meta, site: &'static Location<'static>) {
-        self.entry().nowait.add(1);
+        self.entry().count_nowait();
         self.note_owner(meta, site);
     }
 
@@ -152,21 +222,14 @@ impl Probe {
         site: &'static Location<'static>,
         start: Option<u64>,
     ) -> Hold {
-        let e = self.entry();
-        e.nowait.add(1);
+        self.entry().count_nowait();
         self.note_owner(meta, site);
+        let held = now::hold_begins(meta.instance(), self.entry, self.recorder);
         match start {
             None => Hold::NONE,
-            Some(start) => {
-                e.outstanding.add(1);
-                Hold {
-                    entry: self.entry,
-                    start,
-                    wait_ns: 0,
-                    waited_behind: None,
-                }
-            }
+            Some(start) => Hold::sampled(self.entry(), start),
         }
+        .in_now(held)
     }
 
     /// The first attempt failed: the wait begins now.
@@ -179,8 +242,9 @@ impl Probe {
     /// sampled attempt already took, if it took one.
     #[inline]
     fn contended_from(&self, meta: &Meta, sampled_start: Option<u64>) -> Waiting {
+        now::wait_begins(meta.instance(), self.entry, self.recorder);
         Waiting {
-            start: sampled_start.unwrap_or_else(|| self.entry().clock.raw()),
+            start: sampled_start.unwrap_or_else(|| self.entry().clock().raw()),
             holder: meta.holder.load(Relaxed),
         }
     }
@@ -196,36 +260,33 @@ impl Probe {
         sleeps: u64,
     ) -> Hold {
         let e = self.entry();
-        let now = e.clock.raw();
-        let wait_ns = e.clock.delta_as_nanos(waiting.start, now);
+        let now = e.clock().raw();
+        let wait_ns = e.clock().delta_as_nanos(waiting.start, now);
         // Only counts here, inside the critical section: the wait time and
         // its holder are recorded when the hold ends, after the unlock
         // (see `Hold::release`). Slower bookkeeping under a lock that is
         // already contended lengthens every hold and feeds the convoy.
-        e.contended.add(1);
-        e.spins.add(spins);
-        e.sleeps.add(sleeps);
+        e.count_contended(spins, sleeps);
         self.note_owner(meta, site);
-        e.outstanding.add(1);
-        Hold {
-            entry: self.entry,
-            start: now,
-            wait_ns,
-            waited_behind: Some(waiting.holder),
-        }
+        let held = now::wait_ends_held(meta.instance(), self.entry, self.recorder, wait_ns);
+        Hold::contended(e, now, wait_ns, waiting.holder).in_now(held)
     }
 
     /// A try-lock failed or a timed wait gave up.
     pub(crate) fn rejected(self) {
-        self.entry().rejected.add(1);
+        self.entry().count_rejected(0, 0);
     }
 
     /// A timed acquisition that waited and gave up.
     pub(crate) fn rejected_after_wait(self, spins: u64, sleeps: u64) {
-        let e = self.entry();
-        e.rejected.add(1);
-        e.spins.add(spins);
-        e.sleeps.add(sleeps);
+        now::wait_ends();
+        self.entry().count_rejected(spins, sleeps);
+    }
+
+    /// The clock's raw reading now, on this entry's clock.
+    #[inline]
+    fn now(&self) -> u64 {
+        self.entry().clock().raw()
     }
 
     #[inline]
@@ -235,7 +296,7 @@ impl Probe {
         let prev = meta.owner.load(Relaxed);
         if prev != me {
             if prev != 0 {
-                e.bounces.add(1);
+                e.count_bounce();
             }
             meta.owner.store(me, Relaxed);
         }
@@ -243,86 +304,7 @@ impl Probe {
         let tag = self.recorder as u64;
         if meta.seen.load(Relaxed) != tag {
             meta.seen.store(tag, Relaxed);
-            e.instances.add(1);
-        }
-    }
-}
-
-/// Carried by a guard: where and since when the lock is held. Holds that
-/// are not timed (unobserved, or an uncontended one not sampled) carry no
-/// entry and cost nothing to release.
-pub(crate) struct Hold {
-    entry: *const Entry,
-    start: u64,
-    wait_ns: u64,
-    /// For a contended acquisition, the site that held the lock when the
-    /// wait began (null if unknown): the wait is recorded with the hold.
-    /// `None` on a timed hold means an uncontended one, timed as one of a
-    /// sample.
-    waited_behind: Option<*mut Location<'static>>,
-}
-
-impl Hold {
-    /// The hold of an unobserved acquisition: releasing it records nothing.
-    pub(crate) const NONE: Hold = Hold {
-        entry: std::ptr::null(),
-        start: 0,
-        wait_ns: 0,
-        waited_behind: None,
-    };
-
-    /// Ends a hold without timing it (a semaphore `down` without a permit).
-    pub(crate) fn discard(self) {
-        if !self.entry.is_null() {
-            // SAFETY: see `Probe::entry`.
-            let e = unsafe { &*self.entry };
-            match self.waited_behind {
-                None => e.unsample_uncontended(),
-                Some(_) => self.record_wait(e),
-            }
-            e.outstanding.sub(1);
-        }
-    }
-
-    /// Records the wait of a contended acquisition and charges it to the
-    /// site that held the lock.
-    #[inline]
-    fn record_wait(&self, e: &Entry) {
-        if let Some(holder) = self.waited_behind {
-            e.wait.record(self.wait_ns);
-            e.record_holder(holder, self.wait_ns);
-        }
-    }
-
-    /// Runs `unlock` and records the hold time if the hold is timed.
-    #[inline(always)]
-    pub(crate) fn release(&self, unlock: impl FnOnce()) {
-        if self.entry.is_null() {
-            unlock();
-            return;
-        }
-        self.release_timed(unlock);
-    }
-
-    /// The hold ends with a clock read just after `unlock`, outside the
-    /// critical section.
-    #[inline]
-    fn release_timed(&self, unlock: impl FnOnce()) {
-        // SAFETY: see `Probe::entry`.
-        let e = unsafe { &*self.entry };
-        unlock();
-        let end = e.clock.raw();
-        let hold_ns = e.clock.delta_as_nanos(self.start, end);
-        match self.waited_behind {
-            None => e.hold_sampled.record(hold_ns),
-            Some(_) => {
-                e.hold.record(hold_ns);
-                self.record_wait(e);
-            }
-        }
-        e.outstanding.sub(1);
-        if hold_ns >= e.slow_ns || self.wait_ns >= e.slow_ns {
-            slow::report(e, self.wait_ns, hold_ns);
+            e.count_instance();
         }
     }
 }
@@ -330,39 +312,27 @@ impl Hold {
 /// A blocking acquisition: records it when observed, otherwise runs `plain`.
 ///
 /// `attempt` tries once without waiting; `wait` blocks until acquired and
-/// reports the spin rounds and OS sleeps it took. Only the `observing()`
-/// test is forced inline, so an unobserved lock stays as small as the bare
-/// one.
+/// reports the spin rounds and OS sleeps it took.
+///
+/// Forced inline, observed part included: out of line, returning the
+/// guard and [`Hold`] through memory cost the spinlock ~4 ns. What stays
+/// inline is small; the slow parts (a new site, a contended wait) are
+/// calls, so an unobserved lock stays as small as the bare one plus the
+/// `observing()` test.
 #[inline(always)]
 pub(crate) fn acquire<G>(
     meta: &Meta,
-    kind: LockKind,
     site: &'static Location<'static>,
     mode: Mode,
     plain: impl FnOnce() -> G,
     attempt: impl FnOnce() -> Option<G>,
     wait: impl FnOnce() -> (G, u64, u64),
 ) -> (G, Hold) {
-    if !recorder::observing() {
-        return (plain(), Hold::NONE);
-    }
-    acquire_observed(meta, kind, site, mode, plain, attempt, wait)
-}
-
-/// Forced inline too: out of line, returning the guard and [`Hold`]
-/// through memory cost the spinlock ~4 ns. What stays inline is small; the
-/// slow parts (a new site, a contended wait) are calls.
-#[inline(always)]
-fn acquire_observed<G>(
-    meta: &Meta,
-    kind: LockKind,
-    site: &'static Location<'static>,
-    mode: Mode,
-    plain: impl FnOnce() -> G,
-    attempt: impl FnOnce() -> Option<G>,
-    wait: impl FnOnce() -> (G, u64, u64),
-) -> (G, Hold) {
-    let Some(probe) = Probe::lookup(meta, kind, site, mode) else {
+    let probe = match recorder::observing() {
+        true => Probe::lookup(meta, site, mode),
+        false => None,
+    };
+    let Some(probe) = probe else {
         return (plain(), Hold::NONE);
     };
     let start = probe.sample();
@@ -391,7 +361,6 @@ fn acquire_contended<G>(
 #[inline(always)]
 pub(crate) fn try_acquire<G>(
     meta: &Meta,
-    kind: LockKind,
     site: &'static Location<'static>,
     mode: Mode,
     attempt: impl FnOnce() -> Option<G>,
@@ -399,18 +368,17 @@ pub(crate) fn try_acquire<G>(
     if !recorder::observing() {
         return attempt().map(|g| (g, Hold::NONE));
     }
-    try_acquire_observed(meta, kind, site, mode, attempt)
+    try_acquire_observed(meta, site, mode, attempt)
 }
 
 #[inline]
 fn try_acquire_observed<G>(
     meta: &Meta,
-    kind: LockKind,
     site: &'static Location<'static>,
     mode: Mode,
     attempt: impl FnOnce() -> Option<G>,
 ) -> Option<(G, Hold)> {
-    let Some(probe) = Probe::lookup(meta, kind, site, mode) else {
+    let Some(probe) = Probe::lookup(meta, site, mode) else {
         return attempt().map(|g| (g, Hold::NONE));
     };
     let start = probe.sample();
@@ -429,13 +397,12 @@ fn try_acquire_observed<G>(
 #[inline]
 pub(crate) fn acquire_timed<G>(
     meta: &Meta,
-    kind: LockKind,
     site: &'static Location<'static>,
     mode: Mode,
     attempt: impl FnOnce() -> Option<G>,
     wait: impl FnOnce() -> (Option<G>, u64, u64),
 ) -> Option<(G, Hold)> {
-    let Some(probe) = Probe::start(meta, kind, site, mode) else {
+    let Some(probe) = Probe::start(meta, site, mode) else {
         return attempt().or_else(|| wait().0).map(|g| (g, Hold::NONE));
     };
     let start = probe.sample();

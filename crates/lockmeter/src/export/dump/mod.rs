@@ -2,8 +2,9 @@
 //! asks for, written atomically, on demand or by a worker thread.
 //!
 //! The worker thread exists so that neither a signal handler nor the
-//! thread that calls `exit` ever computes a snapshot: `SIGUSR1` and the
-//! exit hook only send it a job, and the exit hook waits a bounded time.
+//! thread that calls `exit` ever computes a snapshot: `SIGUSR1` (through
+//! the thread in `signal.rs`) and the exit hook only send it a job, and the
+//! exit hook waits a bounded time.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -14,9 +15,13 @@ use std::thread::{self, JoinHandle};
 use lockmeter_model::render::{self, TableOptions};
 use lockmeter_model::Snapshot;
 
-use super::report;
-use super::SnapshotSource;
+use crate::export::SnapshotSource;
+use crate::report;
 use lockmeter_wire::write_atomic;
+
+mod signal;
+
+pub(crate) use self::signal::SignalThread;
 
 /// The rendering a dump path asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,5 +1,6 @@
-//! The live endpoint: a listening socket, an accept thread, and one thread
-//! per client (see `session.rs`), at most `max_clients` of them.
+//! The live endpoint: a listening socket (`transport.rs`), an accept
+//! thread, and one thread per client (`session.rs`), at most `max_clients`
+//! of them.
 //!
 //! Nothing here runs on an application thread or holds a lock the
 //! application uses: clients are served from owned snapshots, and a client
@@ -18,12 +19,14 @@ use std::time::Duration;
 use lockmeter_wire::discovery;
 use lockmeter_wire::{self as wire, EndpointAddr, EndpointStats, Response};
 
-use super::config::{expand_pid, ListenAddr};
-use super::session;
+use crate::export::config::{expand_pid, ListenAddr};
 use lockmeter_wire::Stream;
 
-use super::transport::{bind_unix, Listener, SocketFile};
-use super::SnapshotSource;
+use self::transport::{bind_unix, Listener, SocketFile};
+use crate::export::SnapshotSource;
+
+mod session;
+mod transport;
 
 /// Stack of a client thread: it parses small requests and serializes
 /// snapshots, nothing deep.

@@ -127,16 +127,10 @@ pub(crate) fn bind_unix(path: &Path) -> io::Result<(UnixListener, SocketFile)> {
 mod tests {
     use super::*;
 
-    fn scratch(tag: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("lockmeter-tr-{tag}-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).unwrap();
-        dir
-    }
-
     #[test]
     fn binds_0600_and_refuses_symlinks_files_and_live_sockets() {
-        let dir = scratch("bind");
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
         let p = dir.join("a.sock");
         let (l, file) = bind_unix(&p).unwrap();
         assert_eq!(fs::metadata(&p).unwrap().mode() & 0o777, 0o600);
@@ -159,6 +153,5 @@ mod tests {
         fs::write(&plain, "data").unwrap();
         assert!(bind_unix(&plain).is_err());
         assert_eq!(fs::read_to_string(&plain).unwrap(), "data");
-        fs::remove_dir_all(&dir).unwrap();
     }
 }

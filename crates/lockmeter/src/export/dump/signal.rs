@@ -9,7 +9,7 @@ use std::thread::{self, JoinHandle};
 use signal_hook::consts::SIGUSR1;
 use signal_hook::iterator::{Handle, Signals};
 
-use super::dump::DumpJob;
+use super::DumpJob;
 
 /// The thread waiting for `SIGUSR1`.
 pub(crate) struct SignalThread {

@@ -1,0 +1,305 @@
+//! "Now": what every thread holds and waits on at this moment, the
+//! deadlocks that form, stalls, and the order locks are nested in.
+//!
+//! Counting (the rest of the crate) records an acquisition when it ends,
+//! so a hung program shows nothing. This module keeps, per thread, the
+//! locks it holds and the one it waits on ([`table`]: a seqlock a reader
+//! never blocks). A snapshot reads them into `now`; the [`watchdog`]
+//! thread reads them every half detection interval, reports cycles of
+//! waiting threads (confirmed on two scans in which no thread of the cycle
+//! changed) and holds or waits past the stall threshold; [`order`] counts
+//! which locks are acquired while which are held.
+//!
+//! The primitives call the hooks below through `meter`: a hold is recorded
+//! after the lock is taken and forgotten before it is released, and a wait
+//! is recorded before the thread blocks, so a record always understates
+//! what is held and a cycle read from them is a real one.
+//!
+//! | file | what it is |
+//! |---|---|
+//! | [`table`] | one thread's held locks and waits, the seqlock |
+//! | [`thread`] | every thread's table, registration and exit |
+//! | [`picture`] | tables → the model: `now`, chains, cycles |
+//! | [`order`] | lock-order edges and inversions |
+//! | [`watchdog`] | the thread that finds deadlocks and stalls |
+
+mod order;
+mod picture;
+pub(crate) mod table;
+mod thread;
+mod watchdog;
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use lockmeter_model::Snapshot;
+
+use self::table::Rec;
+use crate::recorder::entry::Entry;
+use crate::recorder::Recorder;
+
+pub(crate) use self::table::UNTRACKED;
+pub(crate) use self::thread::exiting;
+pub(crate) use self::watchdog::{forget_recorder, remember_dispatch};
+
+/// The default interval within which a deadlock is reported.
+pub const DEFAULT_DEADLOCK_INTERVAL: Duration = Duration::from_secs(1);
+
+/// Deadlock interval in ns; 0 is off.
+static DETECT_NS: AtomicU64 = AtomicU64::new(1_000_000_000);
+/// Stall threshold in ns; 0 is off.
+static STALL_NS: AtomicU64 = AtomicU64::new(0);
+/// Whether lock-order edges are recorded.
+static ORDER: AtomicBool = AtomicBool::new(false);
+
+/// Process-wide settings of the watchdog and the order recording, from a
+/// layer's builder; `None` leaves a setting as it is.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Settings {
+    /// `Some(None)` turns detection off.
+    pub(crate) deadlock: Option<Option<Duration>>,
+    pub(crate) stall: Option<Option<Duration>>,
+    pub(crate) lock_order: Option<bool>,
+}
+
+fn ns(d: Option<Duration>) -> u64 {
+    d.map_or(0, |d| {
+        u64::try_from(d.as_nanos()).unwrap_or(u64::MAX).max(1)
+    })
+}
+
+/// Applies `s` (environment variables win) and starts the watchdog.
+pub(crate) fn configure(s: Settings) {
+    let s = env::overrides(s);
+    if let Some(d) = s.deadlock {
+        DETECT_NS.store(ns(d), Relaxed);
+    }
+    if let Some(d) = s.stall {
+        STALL_NS.store(ns(d), Relaxed);
+    }
+    if let Some(on) = s.lock_order {
+        ORDER.store(on, Relaxed);
+    }
+    watchdog::start();
+}
+
+pub(crate) fn lock_order_on() -> bool {
+    ORDER.load(Relaxed)
+}
+
+fn detect_ns() -> u64 {
+    DETECT_NS.load(Relaxed)
+}
+
+fn stall_ns() -> u64 {
+    STALL_NS.load(Relaxed)
+}
+
+/// The watchdog clock: nanoseconds since the first layer, advanced by the
+/// watchdog every [`watchdog::TICK`], so that recording a hold reads one
+/// shared word instead of the time (a clock read costs more than an
+/// uncontended acquisition).
+static COARSE: AtomicU64 = AtomicU64::new(0);
+static EPOCH: OnceLock<Instant> = OnceLock::new();
+
+fn precise_ns() -> u64 {
+    EPOCH.get_or_init(Instant::now).elapsed().as_nanos() as u64
+}
+
+fn tick() {
+    COARSE.store(precise_ns(), Relaxed);
+}
+
+#[inline(always)]
+fn rec(lock: usize, entry: *const Entry, recorder: *const Recorder) -> Rec {
+    Rec {
+        lock,
+        what: entry as usize,
+        recorder: recorder as usize,
+        since: COARSE.load(Relaxed),
+    }
+}
+
+/// A lock was just taken without waiting: returns the index that
+/// [`hold_ends`] forgets, [`UNTRACKED`] if it is not recorded.
+#[inline(always)]
+pub(crate) fn hold_begins(lock: usize, entry: *const Entry, recorder: *const Recorder) -> u32 {
+    thread::with_slot(|s| {
+        let r = rec(lock, entry, recorder);
+        match s.table.holds() {
+            0 => s.table.hold(r),
+            _ => hold_nested(s, r, 0),
+        }
+    })
+    .unwrap_or(UNTRACKED)
+}
+
+/// A hold taken while others are held: a lock-order edge from each.
+#[inline(never)]
+fn hold_nested(s: &thread::ThreadSlot, r: Rec, wait_ns: u64) -> u32 {
+    if ORDER.load(Relaxed) {
+        order::record(s, &r, wait_ns);
+    }
+    s.table.hold_nested(r)
+}
+
+/// The hold at `ix` is about to be released.
+#[inline(always)]
+pub(crate) fn hold_ends(ix: u32) {
+    if ix != UNTRACKED {
+        hold_ends_tracked(ix);
+    }
+}
+
+#[inline(always)]
+fn hold_ends_tracked(ix: u32) {
+    thread::with_slot(|s| s.table.release(ix));
+}
+
+/// The thread is about to block waiting for `lock`.
+pub(crate) fn wait_begins(lock: usize, entry: *const Entry, recorder: *const Recorder) {
+    thread::with_slot(|s| s.table.wait(rec(lock, entry, recorder)));
+}
+
+/// The wait just begun is on a semaphore whose permits also move by
+/// `down`/`up`: any thread may end it, so it is no part of a deadlock.
+pub(crate) fn wait_is_loose() {
+    thread::with_slot(|s| s.table.flag_wait(Rec::LOOSE));
+}
+
+/// The wait gave up.
+pub(crate) fn wait_ends() {
+    thread::with_slot(|s| s.table.wait_over());
+}
+
+/// The wait ended with the lock taken after `wait_ns`.
+pub(crate) fn wait_ends_held(
+    lock: usize,
+    entry: *const Entry,
+    recorder: *const Recorder,
+    wait_ns: u64,
+) -> u32 {
+    thread::with_slot(|s| {
+        let r = rec(lock, entry, recorder);
+        if s.table.holds() != 0 && ORDER.load(Relaxed) {
+            order::record(s, &r, wait_ns);
+        }
+        s.table.wait_over_held(r)
+    })
+    .unwrap_or(UNTRACKED)
+}
+
+/// Fills `now`, `deadlocks` and `lock_order` of a snapshot of `recorder`.
+/// Takes no lock an application thread can hold while it waits.
+pub(crate) fn fill(snap: &mut Snapshot, recorder: *const Recorder) {
+    let recorder = recorder as usize;
+    let (p, order) = picture::gather(Some(recorder));
+    snap.now = picture::now(
+        &p,
+        recorder,
+        precise_ns(),
+        stall_ns(),
+        snap.window.end_unix_ns,
+    );
+    snap.deadlocks = watchdog::deadlocks_of(recorder);
+    snap.lock_order = order.unwrap_or_default();
+}
+
+/// `LOCKMETER_DEADLOCK`, `LOCKMETER_STALL`, `LOCKMETER_LOCK_ORDER`.
+pub(crate) mod env {
+    use std::time::Duration;
+
+    use super::Settings;
+
+    /// `s` with the environment's settings put over it; bad values are
+    /// reported on stderr and ignored.
+    pub(crate) fn overrides(mut s: Settings) -> Settings {
+        if let Some(v) = var("LOCKMETER_DEADLOCK") {
+            match parse_switch_duration(&v) {
+                Some(d) => s.deadlock = Some(d),
+                None => bad(
+                    "LOCKMETER_DEADLOCK",
+                    &v,
+                    "off, or an interval such as 1s or 200ms",
+                ),
+            }
+        }
+        if let Some(v) = var("LOCKMETER_STALL") {
+            match parse_switch_duration(&v) {
+                Some(d) => s.stall = Some(d),
+                None => bad(
+                    "LOCKMETER_STALL",
+                    &v,
+                    "off, or a duration such as 500ms or 2s",
+                ),
+            }
+        }
+        if let Some(v) = var("LOCKMETER_LOCK_ORDER") {
+            match v.trim() {
+                "1" | "on" | "true" | "yes" => s.lock_order = Some(true),
+                "0" | "off" | "false" | "no" => s.lock_order = Some(false),
+                _ => bad("LOCKMETER_LOCK_ORDER", &v, "1 or 0"),
+            }
+        }
+        s
+    }
+
+    fn var(name: &str) -> Option<String> {
+        std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+    }
+
+    fn bad(name: &str, value: &str, want: &str) {
+        eprintln!("lockmeter: {name}={value}: expected {want}; ignored");
+    }
+
+    /// `off`/`0` → `Some(None)`; `1.5s`, `200ms`, `50us`, `10ns`, or a
+    /// bare number of milliseconds → `Some(Some(d))`; else `None`.
+    pub(crate) fn parse_switch_duration(v: &str) -> Option<Option<Duration>> {
+        let v = v.trim();
+        if matches!(v, "off" | "0" | "false" | "no") {
+            return Some(None);
+        }
+        parse_duration(v).filter(|d| !d.is_zero()).map(Some)
+    }
+
+    pub(crate) fn parse_duration(v: &str) -> Option<Duration> {
+        let split = v
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(v.len());
+        let (num, unit) = v.split_at(split);
+        let n: f64 = num.parse().ok()?;
+        let scale = match unit.trim() {
+            "" | "ms" => 1e-3,
+            "s" => 1.0,
+            "us" | "µs" => 1e-6,
+            "ns" => 1e-9,
+            "m" | "min" => 60.0,
+            _ => return None,
+        };
+        let secs = n * scale;
+        (secs.is_finite() && (0.0..1e9).contains(&secs)).then(|| Duration::from_secs_f64(secs))
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn durations_and_switches_parse_or_are_refused() {
+            let ms = Duration::from_millis;
+            assert_eq!(parse_switch_duration("off"), Some(None));
+            assert_eq!(parse_switch_duration("0"), Some(None));
+            assert_eq!(parse_switch_duration("200ms"), Some(Some(ms(200))));
+            assert_eq!(parse_switch_duration("1.5s"), Some(Some(ms(1500))));
+            assert_eq!(parse_switch_duration("250"), Some(Some(ms(250))));
+            assert_eq!(
+                parse_switch_duration(" 50us "),
+                Some(Some(Duration::from_micros(50)))
+            );
+            for bad in ["", "abc", "-1s", "1h", "1e9s", "0ms", "1..2s"] {
+                assert_eq!(parse_switch_duration(bad), None, "{bad:?}");
+            }
+        }
+    }
+}

@@ -1,0 +1,422 @@
+//! One thread's held locks and current waits, readable by any thread
+//! without stopping the owner: a seqlock over atomics.
+//!
+//! The owning thread is the only writer. Every change is bracketed by two
+//! increments of `gen`: odd while a change is under way, even when done.
+//! A reader reads `gen`, the records, then `gen` again, and keeps what it
+//! read only if both are the same even number. Every field is an atomic,
+//! so a torn read is a discarded read, never undefined behaviour, and the
+//! writer never waits for a reader.
+//!
+//! ```text
+//! writer                              reader
+//! gen = g+1          (odd)            g1 = gen        (Acquire; retry if odd)
+//! fence(Release)                      read records    (Relaxed)
+//! write records      (Relaxed)        fence(Acquire)
+//! gen = g+2          (Release)        g2 = gen        (retry unless g1 == g2)
+//! ```
+//!
+//! The generation also says whether a thread did anything between two
+//! reads: the deadlock watchdog confirms a cycle only when every thread
+//! in it kept its generation across two scans.
+
+use crate::primitive::{fence, AtomicU64, AtomicUsize, Ordering::*};
+
+/// Locks one thread can hold at once and still be shown; holds beyond are
+/// counted in [`Table::untracked`].
+pub(crate) const MAX_HELD: usize = 16;
+/// Nested waits kept: a semaphore's `down` and, inside it, the spin on the
+/// semaphore's own lock.
+pub(crate) const MAX_WAITS: usize = 2;
+/// The index of a hold that is not in the table.
+pub const UNTRACKED: u32 = u32::MAX;
+/// Reads that found the table changing before a reader gives up (few
+/// under loom, whose state space grows with every retry).
+const READ_ATTEMPTS: usize = if cfg!(lockmeter_loom) { 2 } else { 64 };
+
+/// One held lock or wait. `lock == 0` is an empty record.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Rec {
+    /// The instance's address.
+    pub lock: usize,
+    /// What was acquired (for the recorder, its entry's address; bit 0
+    /// carries [`Rec::LOOSE`]).
+    pub what: usize,
+    /// The recorder the acquisition counts in.
+    pub recorder: usize,
+    /// When it began, in watchdog-clock nanoseconds.
+    pub since: u64,
+}
+
+impl Rec {
+    /// Flag in `what`: a semaphore whose permits are also taken and
+    /// returned with `down`/`up`, so anyone may end a wait on it.
+    pub const LOOSE: usize = 1;
+}
+
+struct Slot {
+    lock: AtomicUsize,
+    what: AtomicUsize,
+    recorder: AtomicUsize,
+    since: AtomicU64,
+}
+
+impl Slot {
+    fn new() -> Slot {
+        Slot {
+            lock: AtomicUsize::new(0),
+            what: AtomicUsize::new(0),
+            recorder: AtomicUsize::new(0),
+            since: AtomicU64::new(0),
+        }
+    }
+
+    #[inline(always)]
+    fn set(&self, r: Rec) {
+        self.what.store(r.what, Relaxed);
+        self.recorder.store(r.recorder, Relaxed);
+        self.since.store(r.since, Relaxed);
+        self.lock.store(r.lock, Relaxed);
+    }
+
+    fn get(&self) -> Rec {
+        Rec {
+            lock: self.lock.load(Relaxed),
+            what: self.what.load(Relaxed),
+            recorder: self.recorder.load(Relaxed),
+            since: self.since.load(Relaxed),
+        }
+    }
+}
+
+/// What a reader saw: a consistent state of one thread.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct View {
+    /// The generation it was read at (even).
+    pub gen: u64,
+    pub held: Vec<Rec>,
+    /// The innermost wait, when the thread waits and it was recorded.
+    pub wait: Option<Rec>,
+}
+
+/// The table. Methods that change it must be called by its owning thread
+/// only (one writer); [`Table::read`] from anywhere.
+pub struct Table {
+    gen: AtomicU64,
+    held_len: AtomicUsize,
+    held: [Slot; MAX_HELD],
+    /// Nesting depth of waits; only the first [`MAX_WAITS`] are recorded.
+    waits_len: AtomicUsize,
+    waits: [Slot; MAX_WAITS],
+    untracked: AtomicU64,
+}
+
+impl Default for Table {
+    fn default() -> Self {
+        Table::new()
+    }
+}
+
+impl Table {
+    pub fn new() -> Table {
+        Table {
+            gen: AtomicU64::new(0),
+            held_len: AtomicUsize::new(0),
+            held: std::array::from_fn(|_| Slot::new()),
+            waits_len: AtomicUsize::new(0),
+            waits: std::array::from_fn(|_| Slot::new()),
+            untracked: AtomicU64::new(0),
+        }
+    }
+
+    /// Runs `change` as one change readers see whole or not at all.
+    #[inline(always)]
+    fn change<R>(&self, change: impl FnOnce() -> R) -> R {
+        let g = self.gen.load(Relaxed);
+        self.gen.store(g.wrapping_add(1), Relaxed);
+        // Release fence: a reader that sees any store of `change` also
+        // sees the odd generation (pairs with the reader's Acquire fence).
+        fence(Release);
+        let r = change();
+        // Release: a reader that sees the new even generation sees every
+        // store of `change` (pairs with the reader's Acquire load).
+        self.gen.store(g.wrapping_add(2), Release);
+        r
+    }
+
+    /// Holds currently recorded (writer side).
+    #[inline(always)]
+    pub fn holds(&self) -> usize {
+        self.held_len.load(Relaxed)
+    }
+
+    /// The held records, for the writer's own use (lock order).
+    pub fn held_now(&self) -> impl Iterator<Item = Rec> + '_ {
+        self.held[..self.holds()]
+            .iter()
+            .map(Slot::get)
+            .filter(|r| r.lock != 0)
+    }
+
+    /// Records a hold; returns its index for [`Table::release`], or
+    /// [`UNTRACKED`] when the table is full. The first hold of a thread
+    /// holding nothing (the common case) is a few stores, inline.
+    #[inline(always)]
+    pub fn hold(&self, r: Rec) -> u32 {
+        if self.holds() == 0 {
+            self.change(|| {
+                self.held[0].set(r);
+                self.held_len.store(1, Relaxed);
+            });
+            return 0;
+        }
+        self.hold_nested(r)
+    }
+
+    /// [`Table::hold`] while other locks are held.
+    #[inline(never)]
+    pub fn hold_nested(&self, r: Rec) -> u32 {
+        let len = self.holds();
+        // Reuse a hole left by an out-of-order release (hand-over-hand
+        // locking), else the next free record.
+        let ix = (0..len)
+            .find(|&i| self.held[i].lock.load(Relaxed) == 0)
+            .unwrap_or(len);
+        if ix == MAX_HELD {
+            self.untracked
+                .store(self.untracked.load(Relaxed) + 1, Relaxed);
+            return UNTRACKED;
+        }
+        self.change(|| {
+            self.held[ix].set(r);
+            if ix == len {
+                self.held_len.store(len + 1, Relaxed);
+            }
+        });
+        ix as u32
+    }
+
+    /// Forgets the hold at `ix`; releasing a thread's only hold is inline.
+    #[inline(always)]
+    pub fn release(&self, ix: u32) {
+        if ix == 0 && self.holds() == 1 {
+            self.change(|| {
+                self.held[0].lock.store(0, Relaxed);
+                self.held_len.store(0, Relaxed);
+            });
+            return;
+        }
+        self.release_nested(ix);
+    }
+
+    #[inline(never)]
+    fn release_nested(&self, ix: u32) {
+        let ix = ix as usize;
+        if ix >= MAX_HELD {
+            return;
+        }
+        self.change(|| self.clear(ix));
+    }
+
+    fn clear(&self, ix: usize) {
+        self.held[ix].lock.store(0, Relaxed);
+        let len = self.holds();
+        if ix + 1 == len {
+            let mut n = ix;
+            while n > 0 && self.held[n - 1].lock.load(Relaxed) == 0 {
+                n -= 1;
+            }
+            self.held_len.store(n, Relaxed);
+        }
+    }
+
+    /// A wait begins (nested waits stack up).
+    pub fn wait(&self, r: Rec) {
+        let depth = self.waits_len.load(Relaxed);
+        self.change(|| {
+            if depth < MAX_WAITS {
+                self.waits[depth].set(r);
+            }
+            self.waits_len.store(depth + 1, Relaxed);
+        });
+    }
+
+    /// Sets `bit` in the innermost wait's `what`.
+    pub fn flag_wait(&self, bit: usize) {
+        let depth = self.waits_len.load(Relaxed);
+        if depth == 0 || depth > MAX_WAITS {
+            return;
+        }
+        let w = &self.waits[depth - 1].what;
+        self.change(|| w.store(w.load(Relaxed) | bit, Relaxed));
+    }
+
+    /// The innermost wait ended without acquiring.
+    pub fn wait_over(&self) {
+        let depth = self.waits_len.load(Relaxed);
+        self.change(|| self.waits_len.store(depth.saturating_sub(1), Relaxed));
+    }
+
+    /// The innermost wait ended by acquiring: one change, so no reader
+    /// sees the thread neither waiting nor holding.
+    pub fn wait_over_held(&self, r: Rec) -> u32 {
+        let depth = self.waits_len.load(Relaxed);
+        let len = self.holds();
+        let ix = (0..len)
+            .find(|&i| self.held[i].lock.load(Relaxed) == 0)
+            .unwrap_or(len);
+        if ix == MAX_HELD {
+            self.untracked
+                .store(self.untracked.load(Relaxed) + 1, Relaxed);
+        }
+        self.change(|| {
+            self.waits_len.store(depth.saturating_sub(1), Relaxed);
+            if ix < MAX_HELD {
+                self.held[ix].set(r);
+                if ix == len {
+                    self.held_len.store(len + 1, Relaxed);
+                }
+            }
+        });
+        if ix < MAX_HELD {
+            ix as u32
+        } else {
+            UNTRACKED
+        }
+    }
+
+    /// Holds that went unrecorded because the table was full.
+    pub fn untracked(&self) -> u64 {
+        self.untracked.load(Relaxed)
+    }
+
+    /// A consistent view, or `None` if the owner kept changing it.
+    pub fn read(&self) -> Option<View> {
+        for _ in 0..READ_ATTEMPTS {
+            // Acquire: pairs with the writer's final Release store, so the
+            // records of that change are visible below.
+            let g1 = self.gen.load(Acquire);
+            if g1 % 2 == 1 {
+                crate::primitive::spin_loop();
+                continue;
+            }
+            let len = self.held_len.load(Relaxed).min(MAX_HELD);
+            let held: Vec<Rec> = self.held[..len]
+                .iter()
+                .map(Slot::get)
+                .filter(|r| r.lock != 0)
+                .collect();
+            let depth = self.waits_len.load(Relaxed);
+            let wait = (depth > 0 && depth <= MAX_WAITS).then(|| self.waits[depth - 1].get());
+            // Acquire fence: if any load above saw a store of a later
+            // change, the load below sees that change's odd generation.
+            fence(Acquire);
+            if self.gen.load(Relaxed) == g1 {
+                return Some(View {
+                    gen: g1,
+                    held,
+                    wait,
+                });
+            }
+            crate::primitive::spin_loop();
+        }
+        None
+    }
+}
+
+#[cfg(all(test, not(lockmeter_loom)))]
+mod tests {
+    use super::*;
+
+    fn rec(lock: usize) -> Rec {
+        Rec {
+            lock,
+            what: 8,
+            recorder: 16,
+            since: 5,
+        }
+    }
+
+    #[test]
+    fn holds_released_out_of_order_leave_holes_that_are_reused() {
+        let t = Table::new();
+        let a = t.hold(rec(1));
+        let b = t.hold(rec(2));
+        t.release(a);
+        let c = t.hold(rec(3));
+        assert_eq!(c, a, "the hole is reused");
+        t.release(b);
+        t.release(c);
+        assert_eq!(t.holds(), 0);
+        // Hand over hand: never more than two records in use.
+        let mut prev = t.hold(rec(10));
+        for i in 11..100 {
+            let next = t.hold(rec(i));
+            t.release(prev);
+            prev = next;
+            assert!(t.holds() <= 2);
+        }
+    }
+
+    #[test]
+    fn a_full_table_counts_what_it_cannot_hold() {
+        let t = Table::new();
+        let ixs: Vec<u32> = (1..=MAX_HELD + 2).map(|i| t.hold(rec(i))).collect();
+        assert_eq!(&ixs[MAX_HELD..], &[UNTRACKED, UNTRACKED]);
+        assert_eq!(t.untracked(), 2);
+        for ix in ixs {
+            t.release(ix);
+        }
+        assert_eq!(t.read().unwrap().held, vec![]);
+    }
+
+    #[test]
+    fn a_wait_that_acquires_becomes_a_hold_in_one_change() {
+        let t = Table::new();
+        t.wait(rec(7));
+        let v = t.read().unwrap();
+        assert_eq!(v.wait, Some(rec(7)));
+        let g = v.gen;
+        let ix = t.wait_over_held(rec(7));
+        let v = t.read().unwrap();
+        assert_eq!(v.gen, g + 2, "one change");
+        assert_eq!((v.wait, v.held), (None, vec![rec(7)]));
+        t.release(ix);
+        t.wait(rec(8));
+        t.wait(rec(9));
+        assert_eq!(t.read().unwrap().wait, Some(rec(9)), "innermost");
+        t.wait_over();
+        assert_eq!(t.read().unwrap().wait, Some(rec(8)));
+        t.wait_over();
+        assert_eq!(t.read().unwrap().wait, None);
+    }
+
+    /// A reader on another thread only ever sees states the writer was in.
+    #[test]
+    fn concurrent_reads_see_only_whole_states() {
+        let t = std::sync::Arc::new(Table::new());
+        let w = t.clone();
+        let writer = std::thread::spawn(move || {
+            for i in 1..20_000usize {
+                let a = w.hold(rec(i));
+                let b = w.hold(rec(i + 1));
+                w.release(a);
+                w.release(b);
+            }
+        });
+        let mut seen = 0;
+        while !writer.is_finished() {
+            if let Some(v) = t.read() {
+                match v.held.as_slice() {
+                    [] => {}
+                    [a] => assert!(a.what == 8 && a.since == 5),
+                    [a, b] => assert_eq!(b.lock, a.lock + 1, "{v:?}"),
+                    other => panic!("impossible state {other:?}"),
+                }
+                seen += 1;
+            }
+        }
+        writer.join().unwrap();
+        assert!(seen > 0);
+    }
+}

@@ -1,0 +1,128 @@
+//! Every thread's [`Table`], in one process-wide list that readers walk.
+//!
+//! A thread registers on its first observed acquisition (cold) and leaves
+//! the list when it exits. The hot path touches only its own table through
+//! a `const` thread-local pointer: no lock, no allocation.
+//!
+//! Readers resolve a record's entry pointer to its class and site while
+//! holding [`REGISTRY`]. That is sound because a thread leaves the list
+//! (taking the lock) before its shard, which owns the entries, is dropped:
+//! the shard's destructor calls [`exiting`] first.
+
+use std::cell::Cell;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use lockmeter_model::now::ThreadRef;
+
+use super::order::Edges;
+use super::table::Table;
+
+/// One thread's state as readers see it.
+pub(crate) struct ThreadSlot {
+    pub(crate) table: Table,
+    pub(crate) edges: Edges,
+    pub(crate) thread: ThreadRef,
+}
+
+/// Every registered thread. Taken by readers, and by threads only when
+/// they start recording and when they exit.
+static REGISTRY: Mutex<Vec<Arc<ThreadSlot>>> = Mutex::new(Vec::new());
+
+/// The value of [`SLOT`] once the thread is past recording.
+#[allow(
+    clippy::manual_dangling_ptr,
+    reason = "a sentinel that is never dereferenced; 1 is distinct from null and from every real slot"
+)]
+const DEAD: *const ThreadSlot = 1 as *const ThreadSlot;
+
+thread_local! {
+    /// This thread's slot: null before registration, [`DEAD`] after exit.
+    /// `const` and without a destructor, so reading it is one TLS load.
+    static SLOT: Cell<*const ThreadSlot> = const { Cell::new(std::ptr::null()) };
+    /// Owns the slot; dropping it (thread exit) unregisters.
+    static OWNER: Owner = Owner::register();
+}
+
+struct Owner(Arc<ThreadSlot>);
+
+impl Owner {
+    fn register() -> Owner {
+        let slot = Arc::new(ThreadSlot {
+            table: Table::new(),
+            edges: Edges::new(),
+            thread: ThreadRef {
+                tid: os_tid(),
+                name: std::thread::current().name().unwrap_or("").to_string(),
+            },
+        });
+        registry().push(slot.clone());
+        Owner(slot)
+    }
+}
+
+impl Drop for Owner {
+    fn drop(&mut self) {
+        exiting();
+    }
+}
+
+/// The list, even if a reader panicked while holding it.
+pub(crate) fn registry() -> MutexGuard<'static, Vec<Arc<ThreadSlot>>> {
+    REGISTRY.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Runs `f` on this thread's slot, registering it first if needed; `None`
+/// once the thread is exiting.
+#[inline(always)]
+pub(crate) fn with_slot<R>(f: impl FnOnce(&ThreadSlot) -> R) -> Option<R> {
+    let mut p = SLOT.with(Cell::get);
+    if p.is_null() {
+        p = register();
+    }
+    if p == DEAD {
+        return None;
+    }
+    // SAFETY: `p` came from `OWNER`'s Arc, which lives until `exiting`
+    // sets `SLOT` to DEAD on this same thread; until then it is valid.
+    Some(f(unsafe { &*p }))
+}
+
+#[cold]
+#[inline(never)]
+fn register() -> *const ThreadSlot {
+    let p = OWNER.try_with(|o| Arc::as_ptr(&o.0)).unwrap_or(DEAD);
+    // `exiting` may already have run (a shard destructor before OWNER was
+    // ever touched): then the thread stays unrecorded.
+    if SLOT.with(Cell::get) != DEAD {
+        SLOT.with(|s| s.set(p));
+    }
+    SLOT.with(Cell::get)
+}
+
+/// The thread stops recording: its slot leaves the list and its lock-order
+/// edges are kept in the retired ones. Idempotent; called by `OWNER`'s and
+/// the shard's destructors, whichever runs first.
+pub(crate) fn exiting() {
+    let p = SLOT.with(|s| s.replace(DEAD));
+    if p.is_null() || p == DEAD {
+        return;
+    }
+    let mut list = registry();
+    if let Some(i) = list.iter().position(|s| Arc::as_ptr(s) == p) {
+        let slot = list.swap_remove(i);
+        super::order::retire(&slot);
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn os_tid() -> u64 {
+    // SAFETY: gettid has no preconditions.
+    (unsafe { libc::gettid() }) as u64
+}
+
+#[cfg(not(target_os = "linux"))]
+fn os_tid() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Relaxed)
+}
