@@ -6,25 +6,14 @@
 //! and matched the last of two rows with one id where the model matches
 //! the first.
 
-use lockmeter_model::dist::{bucket_index, BUCKETS};
 use lockmeter_model::{Dist, LockKind, LockStats, ProcessInfo, SiteStats, Snapshot, Stats, Window};
 use lockmeter_viewer::state::playback::frames_from;
-
-fn dist(values: &[u64]) -> Dist {
-    let mut counts = vec![0u64; BUCKETS];
-    for &v in values {
-        counts[bucket_index(v)] += 1;
-    }
-    let min = values.iter().copied().min().unwrap_or(0);
-    let max = values.iter().copied().max().unwrap_or(0);
-    Dist::from_buckets(&counts, values.len() as u64, values.iter().sum(), min, max)
-}
 
 fn lock(id: &str, acquisitions: u64, holds: &[u64], hold_timed: u64) -> LockStats {
     let stats = Stats {
         acquisitions,
         nowait: acquisitions,
-        hold_ns: dist(holds),
+        hold_ns: Dist::of_samples(holds),
         hold_timed,
         ..Stats::default()
     };

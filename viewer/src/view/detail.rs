@@ -289,22 +289,11 @@ fn holder_list(frame: &mut Frame<'_>, area: Rect, lock: &LockStats) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use lockmeter_model::dist::BUCKETS;
-
-    fn dist(values: &[u64]) -> Dist {
-        let mut counts = vec![0u64; BUCKETS];
-        for &v in values {
-            counts[bucket_index(v)] += 1;
-        }
-        let max = values.iter().copied().max().unwrap_or(0);
-        let min = values.iter().copied().min().unwrap_or(0);
-        Dist::from_buckets(&counts, values.len() as u64, values.iter().sum(), min, max)
-    }
 
     #[test]
     fn bars_cover_every_sample_and_fit() {
         let values: Vec<u64> = (0..200).map(|i| 100 + i * i * 50).collect();
-        let d = dist(&values);
+        let d = Dist::of_samples(&values);
         for rows in [1, 3, 8, 40] {
             let bars = histogram_bars(&d, rows);
             assert!(bars.len() <= rows, "{} bars for {rows} rows", bars.len());
@@ -314,7 +303,7 @@ mod tests {
 
     #[test]
     fn gaps_between_buckets_show_as_empty_bars() {
-        let d = dist(&[10, 10, 1_000_000]);
+        let d = Dist::of_samples(&[10, 10, 1_000_000]);
         let bars = histogram_bars(&d, 200);
         assert!(bars.len() > 2);
         assert_eq!(bars.first().unwrap().1, 2);

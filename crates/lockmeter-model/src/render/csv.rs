@@ -4,8 +4,9 @@ use super::order::{lock_order, sorted_sites};
 use super::TableOptions;
 use crate::{Dist, LockStats, Snapshot, Stats};
 
-/// The columns that name the row.
-const ID_COLUMNS: &[&str] = &[
+/// The columns that name a row, in both CSVs (the table's ends with
+/// `instances`, the diff's with `presence`).
+pub(crate) const NAME_COLUMNS: &[&str] = &[
     "row",
     "lock_id",
     "lock_name",
@@ -13,7 +14,6 @@ const ID_COLUMNS: &[&str] = &[
     "parent",
     "site",
     "mode",
-    "instances",
 ];
 
 /// Counter columns, in [`Stats`] field order.
@@ -83,8 +83,9 @@ pub fn csv_table(snap: &Snapshot, opts: &TableOptions) -> String {
 }
 
 fn header() -> Vec<String> {
-    let mut cols: Vec<String> = ID_COLUMNS
+    let mut cols: Vec<String> = NAME_COLUMNS
         .iter()
+        .chain(&["instances"])
         .chain(COUNT_COLUMNS)
         .map(|c| c.to_string())
         .collect();
