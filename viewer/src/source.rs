@@ -10,6 +10,7 @@ use lockmeter_model::{parse_recording, parse_snapshot, ReadError, Snapshot};
 
 use crate::conn::{ConnEvent, Live};
 use crate::demo::Demo;
+use crate::fleet::FleetFeed;
 use crate::state::playback::frames_from;
 use crate::state::playback::interval;
 use crate::state::{Feed, Frame};
@@ -85,6 +86,8 @@ pub enum Source {
     Static,
     Endpoint(Live),
     Demo(DemoFeed),
+    /// Several endpoints, merged into one table.
+    Fleet(FleetFeed),
 }
 
 impl Source {
@@ -115,6 +118,7 @@ impl Source {
                 out
             }
             Source::Demo(feed) => feed.poll(now).into_iter().collect(),
+            Source::Fleet(fleet) => fleet.poll(),
         }
     }
 
@@ -127,6 +131,7 @@ impl Source {
                 feed.reset();
                 Ok("window reset")
             }
+            Source::Fleet(fleet) => fleet.reset(),
         }
     }
 }

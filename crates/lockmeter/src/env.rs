@@ -90,10 +90,40 @@ pub(crate) const VARIABLES: &[Variable] = &[
         default: "0",
     },
     Variable {
+        name: "LOCKMETER_DEADLOCK",
+        meaning: "how often deadlocks are looked for (1s, 200ms); off disables",
+        default: "1s",
+    },
+    Variable {
+        name: "LOCKMETER_STALL",
+        meaning: "report a hold or wait still going on after this long (500ms, 2s); off disables",
+        default: "off",
+    },
+    Variable {
+        name: "LOCKMETER_LOCK_ORDER",
+        meaning: "1 records which locks are taken while which are held (lock-order inversions)",
+        default: "0",
+    },
+    Variable {
         name: "LOCKMETER_HOLD_SAMPLING",
         meaning:
             "time the hold of one uncontended acquisition in N (a power of two); 1 times every hold",
         default: "64",
+    },
+    Variable {
+        name: "LOCKMETER_PROMETHEUS",
+        meaning: "127.0.0.1:PORT serves GET /metrics for Prometheus; 0/off disables",
+        default: "none",
+    },
+    Variable {
+        name: "LOCKMETER_PROMETHEUS_ALLOW_REMOTE",
+        meaning: "1 allows a non-loopback address for the Prometheus endpoint",
+        default: "0",
+    },
+    Variable {
+        name: "LOCKMETER_PROMETHEUS_TOP_SITES",
+        meaning: "call sites per lock class with Prometheus series of their own",
+        default: "10",
     },
     Variable {
         name: "LOCKMETER_QUIET",
@@ -134,6 +164,74 @@ fn hold_sampling_in(get: Lookup<'_>) -> (Option<u32>, Option<String>) {
             (None, Some(ignored(NAME, &v, &why)))
         }
     }
+}
+
+/// `s` with `LOCKMETER_DEADLOCK`, `LOCKMETER_STALL` and
+/// `LOCKMETER_LOCK_ORDER` put over it, and one message per value that was
+/// ignored.
+pub(crate) fn now_overrides(
+    mut s: crate::now::Settings,
+    get: Lookup<'_>,
+) -> (crate::now::Settings, Vec<String>) {
+    let mut warnings = Vec::new();
+    let set = |name: &str| get(name).filter(|v| !v.to_string_lossy().trim().is_empty());
+    for (name, slot, what) in [
+        (
+            "LOCKMETER_DEADLOCK",
+            &mut s.deadlock,
+            "expected off, or an interval such as 1s or 200ms",
+        ),
+        (
+            "LOCKMETER_STALL",
+            &mut s.stall,
+            "expected off, or a duration such as 500ms or 2s",
+        ),
+    ] {
+        if let Some(v) = set(name) {
+            match v.to_str().and_then(parse_switch_duration) {
+                Some(d) => *slot = Some(d),
+                None => warnings.push(ignored(name, &v, what)),
+            }
+        }
+    }
+    if let Some(v) = set("LOCKMETER_LOCK_ORDER") {
+        match v.to_str().map(str::trim) {
+            Some("1" | "on" | "true" | "yes") => s.lock_order = Some(true),
+            Some("0" | "off" | "false" | "no") => s.lock_order = Some(false),
+            _ => warnings.push(ignored("LOCKMETER_LOCK_ORDER", &v, "expected 1 or 0")),
+        }
+    }
+    (s, warnings)
+}
+
+/// `off`/`0` → `Some(None)`; `1.5s`, `200ms`, `50us`, `10ns`, or a bare
+/// number of milliseconds → `Some(Some(d))`; else `None`.
+fn parse_switch_duration(v: &str) -> Option<Option<std::time::Duration>> {
+    let v = v.trim();
+    if matches!(v, "off" | "0" | "false" | "no") {
+        return Some(None);
+    }
+    parse_duration(v).filter(|d| !d.is_zero()).map(Some)
+}
+
+fn parse_duration(v: &str) -> Option<std::time::Duration> {
+    let split = v
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(v.len());
+    let (num, unit) = v.split_at(split);
+    let n: f64 = num.parse().ok()?;
+    let scale = match unit.trim() {
+        "" | "ms" => 1e-3,
+        "s" => 1.0,
+        "us" | "µs" => 1e-6,
+        "ns" => 1e-9,
+        "m" | "min" => 60.0,
+        _ => return None,
+    };
+    let secs = n * scale;
+    (0.0..1e9)
+        .contains(&secs)
+        .then(|| std::time::Duration::from_secs_f64(secs))
 }
 
 /// `config` with every set export variable applied, and one message per
@@ -206,6 +304,7 @@ pub(crate) fn export_overrides(
         };
     }
     apply_record_limits(&mut config, get, &mut bad);
+    apply_prometheus(&mut config, get, &mut bad);
     if let Some(v) = set("LOCKMETER_QUIET") {
         match parse_bool(&v) {
             Some(b) => config.quiet = b,
@@ -270,6 +369,59 @@ fn apply_record_limits(
         }
     }
     config.record = Some(rec);
+}
+
+/// The `LOCKMETER_PROMETHEUS*` settings.
+#[cfg(unix)]
+fn apply_prometheus(
+    config: &mut ExportConfig,
+    get: Lookup<'_>,
+    bad: &mut dyn FnMut(&str, &OsStr, &str),
+) {
+    let set = |name: &str| get(name).filter(|v| !v.is_empty());
+    if let Some(v) = set("LOCKMETER_PROMETHEUS") {
+        if is_off(&v) {
+            config.prometheus = None;
+        } else {
+            match v.to_str().and_then(parse_socket_addr) {
+                Some(addr) => config.prometheus = Some(addr),
+                None => bad(
+                    "LOCKMETER_PROMETHEUS",
+                    &v,
+                    "expected an address such as 127.0.0.1:9464",
+                ),
+            }
+        }
+    }
+    if let Some(v) = set("LOCKMETER_PROMETHEUS_ALLOW_REMOTE") {
+        match parse_bool(&v) {
+            Some(b) => config.prometheus_allow_remote = b,
+            None => bad("LOCKMETER_PROMETHEUS_ALLOW_REMOTE", &v, "expected 1 or 0"),
+        }
+    }
+    if let Some(v) = set("LOCKMETER_PROMETHEUS_TOP_SITES") {
+        match parse_u64(&v).filter(|n| (1..=10_000).contains(n)) {
+            Some(n) => config.prometheus_top_sites = n as usize,
+            None => bad(
+                "LOCKMETER_PROMETHEUS_TOP_SITES",
+                &v,
+                "expected a number from 1 to 10000",
+            ),
+        }
+    }
+}
+
+/// `HOST:PORT` with a numeric host, optionally written `http://HOST:PORT`
+/// or `tcp://HOST:PORT` (a trailing `/metrics` is allowed).
+#[cfg(unix)]
+fn parse_socket_addr(s: &str) -> Option<std::net::SocketAddr> {
+    let s = s.trim();
+    let s = ["http://", "tcp://"]
+        .iter()
+        .find_map(|p| s.strip_prefix(p))
+        .unwrap_or(s);
+    let s = s.strip_suffix("/metrics").unwrap_or(s);
+    s.parse().ok()
 }
 
 #[cfg(unix)]
@@ -355,8 +507,14 @@ mod tests {
             ("LOCKMETER_RECORD_MAX_SECS", "30"),
             ("LOCKMETER_RECORD_ON_FULL", "stop"),
             ("LOCKMETER_QUIET", "1"),
+            ("LOCKMETER_PROMETHEUS", "127.0.0.1:9464"),
+            ("LOCKMETER_PROMETHEUS_ALLOW_REMOTE", "1"),
+            ("LOCKMETER_PROMETHEUS_TOP_SITES", "3"),
         ]);
         assert!(w.is_empty(), "{w:?}");
+        assert_eq!(c.prometheus, Some("127.0.0.1:9464".parse().unwrap()));
+        assert!(c.prometheus_allow_remote);
+        assert_eq!(c.prometheus_top_sites, 3);
         assert_eq!(c.dump, Some(PathBuf::from("/tmp/d.csv")));
         assert!(!c.dump_signal);
         assert_eq!(
@@ -431,6 +589,27 @@ mod tests {
     }
 
     #[test]
+    fn prometheus_values() {
+        for (v, want) in [
+            ("127.0.0.1:0", Some("127.0.0.1:0")),
+            ("http://[::1]:9464/metrics", Some("[::1]:9464")),
+            ("tcp://0.0.0.0:1", Some("0.0.0.0:1")),
+            ("off", None),
+        ] {
+            let (c, w) = run(&[("LOCKMETER_PROMETHEUS", v)]);
+            assert!(w.is_empty(), "{v}: {w:?}");
+            assert_eq!(c.prometheus, want.map(|a| a.parse().unwrap()), "{v}");
+        }
+        for bad in ["localhost:9464", "9464", "127.0.0.1"] {
+            let (c, w) = run(&[("LOCKMETER_PROMETHEUS", bad)]);
+            assert_eq!((c.prometheus, w.len()), (None, 1), "{bad}");
+        }
+        let (c, w) = run(&[("LOCKMETER_PROMETHEUS_TOP_SITES", "0")]);
+        assert_eq!(c.prometheus_top_sites, 10);
+        assert_eq!(w.len(), 1);
+    }
+
+    #[test]
     fn sizes() {
         assert_eq!(parse_size("4096"), Some(4096));
         assert_eq!(parse_size("512K"), Some(512 << 10));
@@ -478,6 +657,7 @@ mod tests {
             (name == "LOCKMETER_RECORD").then(|| OsString::from("/r.jsonl"))
         };
         export_overrides(ExportConfig::default(), &get);
+        now_overrides(crate::now::Settings::default(), &get);
         hold_sampling_in(&get);
         let mut asked = asked.into_inner();
         asked.sort();
@@ -507,5 +687,42 @@ mod tests {
             let default = row.last().unwrap().trim_matches('`');
             assert_eq!(default, v.default, "{}", v.name);
         }
+    }
+
+    #[test]
+    fn durations_and_switches_parse_or_are_refused() {
+        let ms = Duration::from_millis;
+        assert_eq!(parse_switch_duration("off"), Some(None));
+        assert_eq!(parse_switch_duration("0"), Some(None));
+        assert_eq!(parse_switch_duration("200ms"), Some(Some(ms(200))));
+        assert_eq!(parse_switch_duration("1.5s"), Some(Some(ms(1500))));
+        assert_eq!(parse_switch_duration("250"), Some(Some(ms(250))));
+        assert_eq!(
+            parse_switch_duration(" 50us "),
+            Some(Some(Duration::from_micros(50)))
+        );
+        for bad in ["", "abc", "-1s", "1h", "1e9s", "0ms", "1..2s"] {
+            assert_eq!(parse_switch_duration(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn now_settings_are_read_and_bad_ones_reported() {
+        let map: HashMap<&str, OsString> = [
+            ("LOCKMETER_DEADLOCK", "200ms"),
+            ("LOCKMETER_STALL", "soon"),
+            ("LOCKMETER_LOCK_ORDER", "1"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k, OsString::from(v)))
+        .collect();
+        let (s, w) = now_overrides(crate::now::Settings::default(), &|n| map.get(n).cloned());
+        assert_eq!(s.deadlock, Some(Some(Duration::from_millis(200))));
+        assert_eq!(s.stall, None);
+        assert_eq!(s.lock_order, Some(true));
+        assert_eq!(
+            w,
+            ["LOCKMETER_STALL=soon: expected off, or a duration such as 500ms or 2s; ignored"]
+        );
     }
 }

@@ -71,7 +71,10 @@ fn ns(d: Option<Duration>) -> u64 {
 
 /// Applies `s` (environment variables win) and starts the watchdog.
 pub(crate) fn configure(s: Settings) {
-    let s = env::overrides(s);
+    let (s, warnings) = crate::env::now_overrides(s, &|name| std::env::var_os(name));
+    for w in warnings {
+        crate::report::warn(w);
+    }
     if let Some(d) = s.deadlock {
         DETECT_NS.store(ns(d), Relaxed);
     }
@@ -204,102 +207,4 @@ pub(crate) fn fill(snap: &mut Snapshot, recorder: *const Recorder) {
     );
     snap.deadlocks = watchdog::deadlocks_of(recorder);
     snap.lock_order = order.unwrap_or_default();
-}
-
-/// `LOCKMETER_DEADLOCK`, `LOCKMETER_STALL`, `LOCKMETER_LOCK_ORDER`.
-pub(crate) mod env {
-    use std::time::Duration;
-
-    use super::Settings;
-
-    /// `s` with the environment's settings put over it; bad values are
-    /// reported on stderr and ignored.
-    pub(crate) fn overrides(mut s: Settings) -> Settings {
-        if let Some(v) = var("LOCKMETER_DEADLOCK") {
-            match parse_switch_duration(&v) {
-                Some(d) => s.deadlock = Some(d),
-                None => bad(
-                    "LOCKMETER_DEADLOCK",
-                    &v,
-                    "off, or an interval such as 1s or 200ms",
-                ),
-            }
-        }
-        if let Some(v) = var("LOCKMETER_STALL") {
-            match parse_switch_duration(&v) {
-                Some(d) => s.stall = Some(d),
-                None => bad(
-                    "LOCKMETER_STALL",
-                    &v,
-                    "off, or a duration such as 500ms or 2s",
-                ),
-            }
-        }
-        if let Some(v) = var("LOCKMETER_LOCK_ORDER") {
-            match v.trim() {
-                "1" | "on" | "true" | "yes" => s.lock_order = Some(true),
-                "0" | "off" | "false" | "no" => s.lock_order = Some(false),
-                _ => bad("LOCKMETER_LOCK_ORDER", &v, "1 or 0"),
-            }
-        }
-        s
-    }
-
-    fn var(name: &str) -> Option<String> {
-        std::env::var(name).ok().filter(|v| !v.trim().is_empty())
-    }
-
-    fn bad(name: &str, value: &str, want: &str) {
-        eprintln!("lockmeter: {name}={value}: expected {want}; ignored");
-    }
-
-    /// `off`/`0` → `Some(None)`; `1.5s`, `200ms`, `50us`, `10ns`, or a
-    /// bare number of milliseconds → `Some(Some(d))`; else `None`.
-    pub(crate) fn parse_switch_duration(v: &str) -> Option<Option<Duration>> {
-        let v = v.trim();
-        if matches!(v, "off" | "0" | "false" | "no") {
-            return Some(None);
-        }
-        parse_duration(v).filter(|d| !d.is_zero()).map(Some)
-    }
-
-    pub(crate) fn parse_duration(v: &str) -> Option<Duration> {
-        let split = v
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(v.len());
-        let (num, unit) = v.split_at(split);
-        let n: f64 = num.parse().ok()?;
-        let scale = match unit.trim() {
-            "" | "ms" => 1e-3,
-            "s" => 1.0,
-            "us" | "µs" => 1e-6,
-            "ns" => 1e-9,
-            "m" | "min" => 60.0,
-            _ => return None,
-        };
-        let secs = n * scale;
-        (secs.is_finite() && (0.0..1e9).contains(&secs)).then(|| Duration::from_secs_f64(secs))
-    }
-
-    #[cfg(test)]
-    mod tests {
-        use super::*;
-
-        #[test]
-        fn durations_and_switches_parse_or_are_refused() {
-            let ms = Duration::from_millis;
-            assert_eq!(parse_switch_duration("off"), Some(None));
-            assert_eq!(parse_switch_duration("0"), Some(None));
-            assert_eq!(parse_switch_duration("200ms"), Some(Some(ms(200))));
-            assert_eq!(parse_switch_duration("1.5s"), Some(Some(ms(1500))));
-            assert_eq!(parse_switch_duration("250"), Some(Some(ms(250))));
-            assert_eq!(
-                parse_switch_duration(" 50us "),
-                Some(Some(Duration::from_micros(50)))
-            );
-            for bad in ["", "abc", "-1s", "1h", "1e9s", "0ms", "1..2s"] {
-                assert_eq!(parse_switch_duration(bad), None, "{bad:?}");
-            }
-        }
-    }
 }

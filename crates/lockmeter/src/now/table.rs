@@ -94,6 +94,7 @@ impl Slot {
 pub struct View {
     /// The generation it was read at (even).
     pub gen: u64,
+    /// The locks the thread held when it was read.
     pub held: Vec<Rec>,
     /// The innermost wait, when the thread waits and it was recorded.
     pub wait: Option<Rec>,
@@ -118,6 +119,7 @@ impl Default for Table {
 }
 
 impl Table {
+    /// An empty table: nothing held, no wait.
     pub fn new() -> Table {
         Table {
             gen: AtomicU64::new(0),

@@ -29,11 +29,7 @@ pub(crate) struct ThreadSlot {
 static REGISTRY: Mutex<Vec<Arc<ThreadSlot>>> = Mutex::new(Vec::new());
 
 /// The value of [`SLOT`] once the thread is past recording.
-#[allow(
-    clippy::manual_dangling_ptr,
-    reason = "a sentinel that is never dereferenced; 1 is distinct from null and from every real slot"
-)]
-const DEAD: *const ThreadSlot = 1 as *const ThreadSlot;
+const DEAD: *const ThreadSlot = std::ptr::dangling();
 
 thread_local! {
     /// This thread's slot: null before registration, [`DEAD`] after exit.
