@@ -14,8 +14,8 @@ use std::hash::Hash;
 use crate::{Holder, LockStats, Snapshot, Stats, Window};
 
 impl Stats {
-    /// Adds `other` into `self`. Derived percentages are not touched; call
-    /// [`Stats::refresh_derived`] afterwards.
+    /// Adds `other` into `self`. (CON and UTIL are methods, so nothing
+    /// derived needs refreshing.)
     pub fn merge(&mut self, other: &Stats) {
         self.acquisitions = self.acquisitions.saturating_add(other.acquisitions);
         self.nowait = self.nowait.saturating_add(other.nowait);
@@ -91,14 +91,12 @@ impl Snapshot {
         };
         self.dropped_records = self.dropped_records.saturating_sub(earlier.dropped_records);
         self.stacks = Box::new(self.stacks.since(&earlier.stacks));
-        let elapsed_ns = self.window.elapsed_ns;
         // Each lock, site and holder subtracts the first earlier one with
         // its id (any kind, like `Snapshot::lock`), its (site, mode), its
         // site: through an index, as there may be thousands.
         let before_locks = FirstIndex::new(&earlier.locks, |l| l.id.as_str());
         for lock in &mut self.locks {
             let Some(before) = before_locks.get(&lock.id.as_str()) else {
-                lock.refresh_derived(elapsed_ns);
                 continue;
             };
             lock.total.subtract(&before.total);
@@ -116,7 +114,6 @@ impl Snapshot {
                 }
             }
             lock.holders.retain(|h| h.contended > 0);
-            lock.refresh_derived(elapsed_ns);
         }
         self
     }
@@ -169,7 +166,6 @@ impl Snapshot {
         self.deadlocks = next.deadlocks.clone();
         self.lock_order = next.lock_order.clone();
         add_locks(&mut self.locks, &next.locks, u64::max);
-        refresh_all(self);
     }
 
     /// Back-to-back windows of one process summed into one covering them
@@ -180,7 +176,6 @@ impl Snapshot {
         for frame in rest {
             out.extend_with(frame);
         }
-        refresh_all(&mut out);
         Some(out)
     }
 
@@ -230,7 +225,6 @@ impl Snapshot {
                 name: names.join("+"),
             };
         }
-        refresh_all(&mut out);
         Some(out)
     }
 }
@@ -285,13 +279,6 @@ fn first_positions<T, K: Eq + Hash>(items: &[T], key: impl Fn(&T) -> K) -> HashM
     index
 }
 
-fn refresh_all(snap: &mut Snapshot) {
-    let elapsed = snap.window.elapsed_ns;
-    for lock in &mut snap.locks {
-        lock.refresh_derived(elapsed);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -311,7 +298,6 @@ mod tests {
             .saturating_sub(earlier.dropped_records);
         for lock in &mut out.locks {
             let Some(before) = earlier.lock(&lock.id) else {
-                lock.refresh_derived(out.window.elapsed_ns);
                 continue;
             };
             lock.total.subtract(&before.total);
@@ -328,7 +314,6 @@ mod tests {
                 }
             }
             lock.holders.retain(|h| h.contended > 0);
-            lock.refresh_derived(out.window.elapsed_ns);
         }
         out
     }
@@ -391,7 +376,7 @@ mod tests {
                 })
                 .collect();
             snap.locks.push(LockStats {
-                name: id.clone(),
+                display_name: None,
                 id,
                 kind: kinds[rng.below(2) as usize],
                 created_at: "src/c.rs:1:1".to_string(),

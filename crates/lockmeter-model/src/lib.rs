@@ -36,6 +36,7 @@ pub mod render;
 pub mod series;
 mod snapshot;
 pub mod stacks;
+mod v1;
 
 pub use dist::Dist;
 pub use read::{parse_recording, parse_snapshot, ReadError, Recording};

@@ -137,8 +137,8 @@ pub fn draw(
     site: Option<&str>,
 ) {
     let title = match site {
-        Some(site) => format!(" stacks · {} · {site} ", lock.name),
-        None => format!(" stacks · {} ", lock.name),
+        Some(site) => format!(" stacks · {} · {site} ", lock.name()),
+        None => format!(" stacks · {} ", lock.name()),
     };
     let block = Block::bordered()
         .title(Span::styled(

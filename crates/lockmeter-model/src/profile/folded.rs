@@ -19,7 +19,7 @@ pub fn lines(snap: &Snapshot, side: Side, metric: Metric) -> Vec<String> {
         if weight <= 0.0 {
             continue;
         }
-        let mut stack = format!("[lock {}]", clean(&s.lock.name));
+        let mut stack = format!("[lock {}]", clean(s.lock.name()));
         for f in s.frames.iter().rev() {
             stack.push(';');
             stack.push_str(&clean(f.name()));

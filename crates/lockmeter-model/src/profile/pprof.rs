@@ -272,7 +272,7 @@ pub fn profile(snap: &Snapshot, side: Side) -> Profile {
         let mut label = vec![
             Label {
                 key: keys[0],
-                str: b.string(&s.lock.name),
+                str: b.string(s.lock.name()),
             },
             Label {
                 key: keys[1],

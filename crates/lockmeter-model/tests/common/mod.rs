@@ -75,24 +75,21 @@ pub fn site(site: &str, mode: Option<&str>, stats: Stats) -> SiteStats {
     }
 }
 
-/// A lock whose total is the sum of its sites, with CON and UTIL derived.
+/// A lock whose total is the sum of its sites.
 pub fn lock(
     id: &str,
     kind: LockKind,
     parent: Option<&str>,
-    mut sites: Vec<SiteStats>,
+    sites: Vec<SiteStats>,
     holders: Vec<Holder>,
-    elapsed_ns: u64,
 ) -> LockStats {
     let mut total = Stats::default();
-    for s in &mut sites {
-        s.stats.refresh_derived(elapsed_ns);
+    for s in &sites {
         total.merge(&s.stats);
     }
-    total.refresh_derived(elapsed_ns);
     LockStats {
         id: id.to_string(),
-        name: id.to_string(),
+        display_name: None,
         kind,
         created_at: format!("examples/{}.rs:40:17", id.split('.').next().unwrap_or(id)),
         instances: 1,
@@ -183,7 +180,6 @@ pub fn before() -> Snapshot {
                 holder(PIPE_READ, 6430, 101_000_000),
                 holder(PIPE_WRITE, 6421, 96_000_000),
             ],
-            w,
         ),
         lock(
             "pipe.sem.lock",
@@ -215,7 +211,6 @@ pub fn before() -> Snapshot {
                 holder(SEM_DOWN, 9000, 13_000_000),
                 holder(SEM_ADD, 8000, 9_000_000),
             ],
-            w,
         ),
         lock(
             "pipe.sem.wait",
@@ -235,7 +230,6 @@ pub fn before() -> Snapshot {
                 ),
             )],
             vec![],
-            w,
         ),
         lock(
             "bkl",
@@ -257,7 +251,6 @@ pub fn before() -> Snapshot {
                 holder(TCP_COPY, 2300, 5_100_000_000),
                 holder(TCP_ACCEPT, 100, 90_000_000),
             ],
-            w,
         ),
         lock(
             "accept.wait",
@@ -280,7 +273,6 @@ pub fn before() -> Snapshot {
                 ),
             )],
             vec![],
-            w,
         ),
         lock(
             "udp.rx.wait",
@@ -300,7 +292,6 @@ pub fn before() -> Snapshot {
                 ),
             )],
             vec![],
-            w,
         ),
         lock(
             "cache.rw",
@@ -324,7 +315,6 @@ pub fn before() -> Snapshot {
                 ),
             ],
             vec![holder("examples/cache.rs:47:22", 980, 2_900_000)],
-            w,
         ),
         lock(
             "ep.wait.lock",
@@ -343,7 +333,6 @@ pub fn before() -> Snapshot {
                 ),
             ],
             vec![],
-            w,
         ),
         lock(
             "ep.wait",
@@ -363,7 +352,6 @@ pub fn before() -> Snapshot {
                 ),
             )],
             vec![],
-            w,
         ),
     ];
     let mut snap = snapshot(4242, w, locks);
@@ -400,7 +388,6 @@ pub fn after() -> Snapshot {
                 holder(PIPE_READ, 1200, 1_000_000),
                 holder(PIPE_WRITE, 1100, 900_000),
             ],
-            w,
         ),
         lock(
             "bkl",
@@ -419,7 +406,6 @@ pub fn after() -> Snapshot {
                 ),
             ],
             vec![holder(TCP_ACCEPT, 420, 20_000_000)],
-            w,
         ),
         lock(
             "accept.wait",
@@ -439,7 +425,6 @@ pub fn after() -> Snapshot {
                 ),
             )],
             vec![],
-            w,
         ),
         lock(
             "udp.rx.wait",
@@ -451,7 +436,6 @@ pub fn after() -> Snapshot {
                 wq(4300, 4300, 4300, 20, 2, &[(20_000, 4300)], &[(5_000, 4300)]),
             )],
             vec![],
-            w,
         ),
         lock(
             "cache.rw",
@@ -475,7 +459,6 @@ pub fn after() -> Snapshot {
                 ),
             ],
             vec![holder("examples/cache.rs:47:22", 900, 2_700_000)],
-            w,
         ),
         lock(
             "ep.wait.lock",
@@ -487,7 +470,6 @@ pub fn after() -> Snapshot {
                 acq(19000, 400, &[(180, 19000)], &[(500, 400)]),
             )],
             vec![],
-            w,
         ),
         lock(
             "ep.wait",
@@ -507,7 +489,6 @@ pub fn after() -> Snapshot {
                 ),
             )],
             vec![],
-            w,
         ),
     ];
     let mut snap = snapshot(4300, w, locks);

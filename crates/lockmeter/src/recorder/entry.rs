@@ -395,7 +395,6 @@ impl Entry {
             exclusive_wakeups: self.exclusive_wakeups.get(),
             max_waiters: self.max_waiters.get(),
             wake_latency_ns: self.wake_latency.read(),
-            ..lockmeter_model::Stats::default()
         }
     }
 
