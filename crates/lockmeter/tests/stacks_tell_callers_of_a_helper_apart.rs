@@ -13,7 +13,9 @@ use lockmeter::model::stacks::Side;
 use lockmeter::model::Snapshot;
 use tracing_subscriber::prelude::*;
 
-const ROUNDS: u32 = 200;
+/// Enough rounds that the holder side, which counts one wait in 8, sees
+/// both callers even when the machine is busy.
+const ROUNDS: u32 = 500;
 
 struct Shared {
     m: lockmeter::Mutex<u64>,
