@@ -109,6 +109,11 @@ pub fn is_dump(key: &KeyEvent) -> bool {
     is_char(key, 'd')
 }
 
+/// Opens / closes the "now" pane.
+pub fn is_toggle_now(key: &KeyEvent) -> bool {
+    is_char(key, 'n')
+}
+
 pub fn is_toggle_advice(key: &KeyEvent) -> bool {
     is_char(key, 'a')
 }
@@ -155,6 +160,7 @@ pub const BINDINGS: &[(&str, &str)] = &[
     ("click header", "sort by that column (again: invert)"),
     ("/", "filter by lock name or call site (Esc clears)"),
     ("a", "show / hide advisories"),
+    ("n", "now: held, waited on, deadlocks, lock order"),
     ("space", "pause / resume (recordings: play / stop)"),
     (", .", "recording: one frame back / forward"),
     ("[ ]", "recording: ten frames back / forward"),

@@ -181,3 +181,21 @@ fn resizing_redraws_at_the_new_size() {
     assert!(small.contains("pipe.sem"), "{small}");
     assert!(tiny.contains("too small"), "{tiny}");
 }
+
+/// A dump of `deadlock_demo` (crates/lockmeter/examples), taken by SIGUSR1
+/// while deadlocked: the banner stays above the table, `n` opens the pane.
+#[test]
+fn a_deadlock_shows_a_banner_and_the_now_pane() {
+    let snap = parse_snapshot(&fixture("deadlocked.json")).unwrap();
+    let mut app = App::for_dump("deadlocked.json", snap, TableOptions::default());
+    let table = render(&mut app, 140, 20);
+    assert!(table.contains("DEADLOCK: transfer-ab"), "{table}");
+    key(&mut app, KeyCode::Char('n'));
+    insta::assert_snapshot!("now_pane", render(&mut app, 140, 32));
+    key(&mut app, KeyCode::Char('n'));
+    let back = render(&mut app, 140, 20);
+    assert!(
+        back.contains("DEADLOCK: transfer-ab") && back.contains("account.a"),
+        "{back}"
+    );
+}

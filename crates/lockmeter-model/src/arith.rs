@@ -158,6 +158,10 @@ impl Snapshot {
             .saturating_add(next.window.elapsed_ns);
         self.dropped_records = self.dropped_records.saturating_add(next.dropped_records);
         self.process = next.process.clone();
+        // A moment and cumulative lists: the later window's stand.
+        self.now = next.now.clone();
+        self.deadlocks = next.deadlocks.clone();
+        self.lock_order = next.lock_order.clone();
         add_locks(&mut self.locks, &next.locks, u64::max);
         refresh_all(self);
     }

@@ -18,7 +18,7 @@
 
 use std::fmt;
 use std::panic::Location;
-use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
 use lockmeter_model::LockKind;
@@ -56,10 +56,6 @@ use crate::waitqueue::{Inner, Wait, WaitQueue, WaitQueueGuard, WakeOrder};
 pub struct Semaphore {
     queue: WaitQueue<usize>,
     meta: Meta,
-    /// Set once a permit was taken by `down` or given by `up` while
-    /// observed: such permits belong to no guard, any thread may return
-    /// one, so a wait on this semaphore is never part of a deadlock.
-    loose: AtomicBool,
 }
 
 impl Semaphore {
@@ -85,7 +81,6 @@ impl Semaphore {
             Semaphore {
                 queue: WaitQueue::with_class(class.inner(Role::InnerWait), WakeOrder::Fifo, permits),
                 meta: Meta::new(class, LockKind::Semaphore),
-                loose: AtomicBool::new(false),
             }
         }
     }
@@ -228,20 +223,20 @@ impl Semaphore {
         }
     }
 
-    /// The wait of `probe` begins; see [`Semaphore::loose`].
+    /// The wait of `probe` begins; see `Meta::loose`.
     fn contended(&self, probe: &Probe) -> crate::meter::Waiting {
         let w = probe.contended(&self.meta);
-        if self.loose.load(Relaxed) {
+        if self.meta.loose.load(Relaxed) {
             now::wait_is_loose();
         }
         w
     }
 
-    /// Marks the semaphore loose (see the field), writing only once.
+    /// Marks the semaphore loose (see `Meta::loose`), writing only once.
     #[inline]
     fn note_loose(&self) {
-        if !self.loose.load(Relaxed) {
-            self.loose.store(true, Relaxed);
+        if !self.meta.loose.load(Relaxed) {
+            self.meta.loose.store(true, Relaxed);
         }
     }
 

@@ -4,6 +4,7 @@
 //! the event loop as an [`Action`].
 
 pub mod history;
+pub mod now;
 pub mod picker;
 pub mod playback;
 pub mod rows;
@@ -142,6 +143,8 @@ pub struct App {
     pub interval: Duration,
     pub updates: u64,
     pub hits: Hits,
+    /// The "now" pane and the deadlocks seen.
+    pub now: now::NowPane,
 }
 
 impl App {
@@ -175,6 +178,7 @@ impl App {
             interval,
             updates: 0,
             hits: Hits::default(),
+            now: now::NowPane::default(),
         }
     }
 
@@ -264,6 +268,7 @@ impl App {
     }
 
     fn set_frame(&mut self, frame: Frame) {
+        self.now.saw(&frame.interval);
         self.frame = Some(frame);
         self.refresh_advice();
     }
@@ -372,6 +377,9 @@ impl App {
 
     fn main_key(&mut self, key: &KeyEvent) -> Action {
         use input::*;
+        if self.now.key(key) {
+            return Action::None;
+        }
         if is_quit(key) {
             return Action::Quit;
         } else if is_help(key) {
@@ -402,6 +410,8 @@ impl App {
             if !self.expand_selected() {
                 self.detail = true;
             }
+        } else if is_toggle_now(key) {
+            self.now.open = true;
         } else if is_toggle_detail(key) {
             self.detail = !self.detail;
         } else if is_toggle_totals(key) {

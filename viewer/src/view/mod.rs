@@ -44,8 +44,10 @@ pub fn draw(frame: &mut Frame<'_>, app: &mut App) {
     }
     let has_timeline = app.playback.is_some();
     let has_filter = app.filter_input.is_some() || app.opts.filter.is_some();
-    let [title, body, timeline, filter, status] = Layout::vertical([
+    let banner = now::banner(&app.now.deadlocks);
+    let [title, banner_row, body, timeline, filter, status] = Layout::vertical([
         Constraint::Length(1),
+        Constraint::Length(u16::from(banner.is_some())),
         Constraint::Fill(1),
         Constraint::Length(u16::from(has_timeline)),
         Constraint::Length(u16::from(has_filter)),
@@ -54,7 +56,12 @@ pub fn draw(frame: &mut Frame<'_>, app: &mut App) {
     .areas(area);
 
     frame.render_widget(title_bar(app), title);
-    if app.detail {
+    if let Some(b) = banner {
+        frame.render_widget(b, banner_row);
+    }
+    if app.now.open {
+        now::draw(frame, body, app.shown(), app.now.scroll);
+    } else if app.detail {
         if body.height >= 2 * DETAIL_MIN_ROWS {
             let [top, bottom] =
                 Layout::vertical([Constraint::Fill(2), Constraint::Fill(3)]).areas(body);

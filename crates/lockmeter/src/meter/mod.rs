@@ -27,7 +27,7 @@
 //! | `wait.rs` | [`WaitStats`] and [`WakeCall`], for wait queues |
 
 use std::panic::Location;
-use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering::Relaxed};
 
 use lockmeter_model::LockKind;
 
@@ -70,6 +70,11 @@ pub(crate) struct Meta {
     /// path reads one load for both, as it did when the kind was a
     /// constant of each call.
     tag: u16,
+    /// Semaphores only: set once a permit was taken by `down` or given by
+    /// `up` while observed. Such permits belong to no guard and any thread
+    /// may return one, so a wait on the semaphore is never part of a
+    /// reported deadlock (`now`). In the padding after `tag`: free.
+    pub(crate) loose: AtomicBool,
 }
 
 impl Meta {
@@ -90,6 +95,7 @@ impl Meta {
             role: class.role,
             kind,
             tag: class.role as u16 | (kind as u16) << 4,
+            loose: AtomicBool::new(false),
         }
     }
 
