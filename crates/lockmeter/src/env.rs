@@ -90,6 +90,12 @@ pub(crate) const VARIABLES: &[Variable] = &[
         default: "0",
     },
     Variable {
+        name: "LOCKMETER_HOLD_SAMPLING",
+        meaning:
+            "time the hold of one uncontended acquisition in N (a power of two); 1 times every hold",
+        default: "64",
+    },
+    Variable {
         name: "LOCKMETER_DEADLOCK",
         meaning: "how often deadlocks are looked for (1s, 200ms); off disables",
         default: "1s",
@@ -103,12 +109,6 @@ pub(crate) const VARIABLES: &[Variable] = &[
         name: "LOCKMETER_LOCK_ORDER",
         meaning: "1 records which locks are taken while which are held (lock-order inversions)",
         default: "0",
-    },
-    Variable {
-        name: "LOCKMETER_HOLD_SAMPLING",
-        meaning:
-            "time the hold of one uncontended acquisition in N (a power of two); 1 times every hold",
-        default: "64",
     },
     Variable {
         name: "LOCKMETER_QUIET",
