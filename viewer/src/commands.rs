@@ -16,6 +16,7 @@ use lockmeter_wire::discovery::{list_endpoints_removing_stale, socket_dir, Endpo
 use lockmeter_wire::{fetch_snapshot, parse_target, EndpointAddr};
 
 use crate::conn::REQUEST_TIMEOUT;
+use crate::fleet;
 use crate::source::{load_file, Loaded};
 
 /// How a one-shot command prints.
@@ -71,6 +72,58 @@ pub fn read_input(arg: &str) -> Result<(Snapshot, Vec<String>), String> {
         Input::Endpoint(addr) => fetch_snapshot(&addr, REQUEST_TIMEOUT)
             .map(|(_, snap)| (snap, Vec::new()))
             .map_err(|e| e.to_string()),
+    }
+}
+
+/// The snapshots of several sources (or of every attachable process with
+/// `all`) merged into one (see [`crate::fleet`]). A live target that does
+/// not answer is left out with a warning; a file that cannot be read is an
+/// error, as are no answers at all.
+pub fn read_merged(sources: &[String], all: bool) -> Result<(Snapshot, Vec<String>), String> {
+    let mut members = Vec::new();
+    let mut warnings = Vec::new();
+    let mut targets = Vec::new();
+    if all {
+        targets = fleet::all_targets();
+        if targets.is_empty() {
+            return Err(format!(
+                "no attachable lockmeter process found in {} (start them with LOCKMETER_LISTEN=1)",
+                socket_dir().display()
+            ));
+        }
+    }
+    for arg in sources {
+        match classify(arg)? {
+            Input::File(path) => {
+                let (snap, w) = read_file(&path)?;
+                warnings.extend(w);
+                members.push(fleet::Member {
+                    target: path.display().to_string(),
+                    pid: Some(snap.process.pid),
+                    name: snap.process.name.clone(),
+                    latest: Some(snap),
+                    status: fleet::Status::Live,
+                });
+            }
+            Input::Endpoint(addr) => targets.push(addr),
+        }
+    }
+    members.extend(fleet::fetch_all(&targets));
+    for m in &members {
+        if let fleet::Status::Gone(why) = &m.status {
+            warnings.push(format!(
+                "{}: no answer ({why}); left out of the table",
+                m.target
+            ));
+        }
+    }
+    match fleet::merge(&members) {
+        Some(snap) => Ok((snap, warnings)),
+        None => Err(format!(
+            "none of the {} processes answered: {}",
+            members.len(),
+            warnings.join("; ")
+        )),
     }
 }
 

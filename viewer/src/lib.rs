@@ -11,6 +11,7 @@
 //! - [`input`]: which key does what, as pure predicates.
 //! - [`source`]: the demo, a live endpoint, a recording or a dump.
 //! - [`conn`]: the endpoint client, reconnecting with backoff.
+//! - [`fleet`]: one table merged over many processes (`--all`, several targets).
 //! - [`commands`]: the one-shot commands (`table`, `diff`, `list`).
 //! - [`term`]: the terminal session, restored on drop and on panic.
 //! - [`demo`]: the built-in contended workloads.
@@ -20,6 +21,7 @@ pub mod commands;
 pub mod conn;
 pub mod demo;
 pub mod dump;
+pub mod fleet;
 pub mod input;
 pub mod source;
 pub mod state;

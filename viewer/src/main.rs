@@ -45,10 +45,13 @@ enum Command {
     /// next to one guarded by a spinlock, a thundering herd on a wait queue
     /// next to exclusive wake-one, and a big lock held across a copy.
     Demo(DemoArgs),
-    /// Watch a running process live
+    /// Watch a running process live, or several merged into one table
     ///
     /// TARGET is a pid, a socket path or tcp://IP:PORT. Without one, the
     /// only attachable process is opened, or a picker lists several.
+    /// Several TARGETs, or --all, merge their processes by lock class: the
+    /// lock rows are exact sums, the expanded rows one per call site and
+    /// process.
     Top(TopArgs),
     /// List the processes that can be attached to
     List,
@@ -59,6 +62,9 @@ enum Command {
     )]
     View(ViewArgs),
     /// Print the table once, from a file or a live target
+    ///
+    /// Several sources, or --all, print one table merged by lock class:
+    /// the lock rows are exact sums, the call-site rows one per process.
     Table(TableArgs),
     /// Compare two dumps (or recordings) per lock and call site
     Diff(DiffArgs),
@@ -169,8 +175,12 @@ struct DemoArgs {
 
 #[derive(Debug, Args)]
 struct TopArgs {
-    /// A pid, a socket path, or tcp://IP:PORT
-    target: Option<String>,
+    /// Pids, socket paths, or tcp://IP:PORT; several are merged
+    #[arg(value_name = "TARGET")]
+    targets: Vec<String>,
+    /// Every attachable process of this user, merged into one table
+    #[arg(long, conflicts_with = "targets")]
+    all: bool,
     #[command(flatten)]
     live: LiveArgs,
     #[command(flatten)]
@@ -193,9 +203,13 @@ struct ViewArgs {
 
 #[derive(Debug, Args)]
 struct TableArgs {
-    /// A dump, a recording (its totals), a pid, a socket path or tcp://IP:PORT
-    #[arg(value_name = "FILE|TARGET")]
-    source: String,
+    /// A dump, a recording (its totals), a pid, a socket path or
+    /// tcp://IP:PORT; several are merged into one table
+    #[arg(value_name = "FILE|TARGET", required_unless_present = "all")]
+    sources: Vec<String>,
+    /// Every attachable process of this user, merged into one table
+    #[arg(long, conflicts_with = "sources")]
+    all: bool,
     /// Keep only the first N top-level locks
     #[arg(long, value_name = "N")]
     top: Option<usize>,
@@ -309,7 +323,12 @@ fn run(command: Command) -> Result<(), String> {
             opts.top = a.top;
             opts.sites = !a.no_sites;
             opts.holders = !a.no_holders;
-            let (snap, warnings) = commands::read_input(&a.source)?;
+            if let [one] = a.sources.as_slice() {
+                let (snap, warnings) = commands::read_input(one)?;
+                warn(&warnings);
+                return print(&commands::table(&snap, &opts, &thresholds, a.format));
+            }
+            let (snap, warnings) = commands::read_merged(&a.sources, a.all)?;
             warn(&warnings);
             print(&commands::table(&snap, &opts, &thresholds, a.format))
         }
@@ -360,7 +379,10 @@ fn run(command: Command) -> Result<(), String> {
             let (opts, thresholds) = options(&a.sort, &a.advice)?;
             let interval = Duration::from_millis(a.live.interval);
             // What to attach to: the target, the only endpoint, or a choice.
-            let chosen = match &a.target {
+            if a.all || a.targets.len() > 1 {
+                return top_fleet(&a, opts, thresholds);
+            }
+            let chosen = match a.targets.first() {
                 Some(t) => Ok(parse_target(t).map_err(|e| e.to_string())?),
                 None => match list_endpoints_removing_stale().as_slice() {
                     [] => {
@@ -420,6 +442,39 @@ fn run(command: Command) -> Result<(), String> {
             run_tui(app, Source::Demo(DemoFeed::new(demo, interval)), &a.live)
         }
     }
+}
+
+/// `top --all` or several targets: one live table merged over them.
+fn top_fleet(a: &TopArgs, opts: TableOptions, thresholds: Thresholds) -> Result<(), String> {
+    let targets = if a.all {
+        let all = lockmeter_viewer::fleet::all_targets();
+        if all.is_empty() {
+            return Err(format!(
+                "no attachable lockmeter process found in {} (start them with LOCKMETER_LISTEN=1)",
+                socket_dir().display()
+            ));
+        }
+        all
+    } else {
+        a.targets
+            .iter()
+            .map(|t| parse_target(t).map_err(|e| format!("{t}: {e}")))
+            .collect::<Result<Vec<_>, _>>()?
+    };
+    needs_terminal()?;
+    let interval = Duration::from_millis(a.live.interval);
+    let what = if a.all {
+        "all processes".to_string()
+    } else {
+        format!("{} targets", targets.len())
+    };
+    let mut app = App::new(Origin::Endpoint(what), opts, interval);
+    if a.live.totals {
+        app.mode = Mode::Totals;
+    }
+    app.set_thresholds(thresholds);
+    let fleet = lockmeter_viewer::fleet::FleetFeed::spawn(targets, interval);
+    run_tui(app, Source::Fleet(fleet), &a.live)
 }
 
 fn warn(warnings: &[String]) {

@@ -10,6 +10,7 @@ use lockmeter_model::{parse_recording, parse_snapshot, ReadError, Snapshot};
 
 use crate::conn::{ConnEvent, Live};
 use crate::demo::Demo;
+use crate::fleet::FleetFeed;
 use crate::state::playback::frames_from;
 use crate::state::playback::interval;
 use crate::state::{Feed, Frame};
@@ -77,6 +78,8 @@ pub enum Source {
     Static,
     Endpoint(Live),
     Demo(DemoFeed),
+    /// Several endpoints, merged into one table.
+    Fleet(FleetFeed),
 }
 
 impl Source {
@@ -107,6 +110,7 @@ impl Source {
                 out
             }
             Source::Demo(feed) => feed.poll(now).into_iter().collect(),
+            Source::Fleet(fleet) => fleet.poll(),
         }
     }
 
@@ -119,6 +123,7 @@ impl Source {
                 feed.reset();
                 Ok("window reset")
             }
+            Source::Fleet(fleet) => fleet.reset(),
         }
     }
 }

@@ -10,12 +10,18 @@
 //! observed rows, the cost breakdown, the wait-queue, memory and snapshot
 //! rows follow. The table marks each goal PASS or MISS; the exit status is
 //! 0 either way (timings are not a gate). See docs/performance.md.
+//!
+//! With `--prometheus` the layer also serves the Prometheus endpoint, and
+//! the observed and contended rows are measured with a scraper fetching
+//! `/metrics` every second and without, alternately (see `prometheus.rs`).
 
 mod bare;
 mod breakdown;
 mod contended;
+mod dropin;
 mod measure;
 mod memory;
+mod prometheus;
 mod report;
 mod snapshot;
 mod uncontended;
@@ -41,9 +47,14 @@ struct Args {
     #[arg(long)]
     json: bool,
     /// Run only these steps (comma-separated): unobserved, components,
-    /// observed, modes, contended, memory, waitqueue, snapshot.
+    /// observed, modes, contended, memory, waitqueue, snapshot; with
+    /// --prometheus: observed, contended, scrape.
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
+    /// Serve the Prometheus endpoint and compare the observed and
+    /// contended rows scraped every second against not scraped.
+    #[arg(long)]
+    prometheus: bool,
 }
 
 fn main() {
@@ -62,18 +73,44 @@ fn main() {
 
     // No Layer exists yet: the instrumented locks run their plain path.
     step("unobserved", &mut || {
-        uncontended::rows(&cfg, Phase::Unobserved)
+        let mut rows = uncontended::rows(&cfg, Phase::Unobserved);
+        rows.extend(dropin::rows(&cfg, Phase::Unobserved));
+        rows
     });
 
-    let layer = lockmeter::Layer::new();
+    let layer = if args.prometheus {
+        let config = lockmeter::export::ExportConfig::default()
+            .prometheus(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
+            .quiet(true);
+        lockmeter::Layer::builder().export(config).build()
+    } else {
+        lockmeter::Layer::new()
+    };
     let handle = layer.handle();
+    let prometheus = layer
+        .exporter()
+        .and_then(lockmeter::export::Exporter::prometheus_addr);
     if let Err(e) =
         tracing::subscriber::set_global_default(tracing_subscriber::registry().with(layer))
     {
         eprintln!("could not install the lockmeter layer globally: {e}; observed rows skipped");
+    } else if let Some(addr) = prometheus {
+        let scraper = prometheus::Scraper::start(addr);
+        step("observed", &mut || {
+            prometheus::compare(&scraper, &mut || uncontended::rows(&cfg, Phase::Observed))
+        });
+        step("contended", &mut || {
+            prometheus::compare(&scraper, &mut || contended::rows(&cfg, &handle))
+        });
+        eprintln!("{} scrapes", scraper.scrapes());
+        step("scrape", &mut || vec![scraper.cost_row()]);
     } else {
         step("components", &mut || breakdown::components(&cfg));
-        step("observed", &mut || uncontended::rows(&cfg, Phase::Observed));
+        step("observed", &mut || {
+            let mut rows = uncontended::rows(&cfg, Phase::Observed);
+            rows.extend(dropin::rows(&cfg, Phase::Observed));
+            rows
+        });
         step("modes", &mut || uncontended::mode_rows(&cfg));
         step("contended", &mut || contended::rows(&cfg, &handle));
         step("memory", &mut memory::rows);

@@ -16,7 +16,7 @@ pub enum Phase {
 }
 
 impl Phase {
-    fn key(self) -> &'static str {
+    pub fn key(self) -> &'static str {
         match self {
             Phase::Unobserved => "unobserved",
             Phase::Observed => "observed",

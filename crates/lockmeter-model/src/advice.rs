@@ -212,7 +212,7 @@ fn hot_critical_section<'a>(
 ) -> Option<(&'a SiteStats, String)> {
     let s = &lock.total;
     let busy = s.util_pct > t.hot_util_pct;
-    if lock.kind == LockKind::Waitqueue || s.acquisitions < t.min_events || !busy {
+    if lock.kind.waits_and_wakes() || s.acquisitions < t.min_events || !busy {
         return None;
     }
     let site = lock.sites.iter().max_by(|a, b| {

@@ -30,6 +30,7 @@ impl Stats {
         self.waits = self.waits.saturating_add(other.waits);
         self.wake_calls = self.wake_calls.saturating_add(other.wake_calls);
         self.wakeups = self.wakeups.saturating_add(other.wakeups);
+        self.empty_wake_calls = self.empty_wake_calls.saturating_add(other.empty_wake_calls);
         self.spurious_wakeups = self.spurious_wakeups.saturating_add(other.spurious_wakeups);
         self.exclusive_wakeups = self
             .exclusive_wakeups
@@ -55,6 +56,9 @@ impl Stats {
         self.waits = self.waits.saturating_sub(earlier.waits);
         self.wake_calls = self.wake_calls.saturating_sub(earlier.wake_calls);
         self.wakeups = self.wakeups.saturating_sub(earlier.wakeups);
+        self.empty_wake_calls = self
+            .empty_wake_calls
+            .saturating_sub(earlier.empty_wake_calls);
         self.spurious_wakeups = self
             .spurious_wakeups
             .saturating_sub(earlier.spurious_wakeups);

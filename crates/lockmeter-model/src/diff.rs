@@ -278,7 +278,7 @@ fn side_info(s: &Snapshot) -> SideInfo {
     let acquisitions = s
         .locks
         .iter()
-        .filter(|l| l.kind != LockKind::Waitqueue)
+        .filter(|l| !l.kind.waits_and_wakes())
         .fold(0u64, |acc, l| acc.saturating_add(l.total.acquisitions));
     SideInfo {
         process: s.process.clone(),

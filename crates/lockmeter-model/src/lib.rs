@@ -13,6 +13,7 @@
 //! - [`metric`]: the metric table every sort, diff and column reads.
 //! - [`diff`]: before/after comparison of two snapshots.
 //! - [`advice`]: advisories computed from the stats.
+//! - [`series`]: bounded, monotonic per-site series for metric exporters.
 //! - [`now`]: what is held and waited on now, deadlocks, lock order.
 //!
 //! Moving snapshots between processes and onto disk (the endpoint's
@@ -29,6 +30,7 @@ pub mod metric;
 pub mod now;
 pub mod read;
 pub mod render;
+pub mod series;
 mod snapshot;
 
 pub use dist::Dist;

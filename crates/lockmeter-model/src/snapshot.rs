@@ -91,6 +91,9 @@ pub enum LockKind {
     Semaphore,
     /// `lockmeter::WaitQueue`.
     Waitqueue,
+    /// `lockmeter::Condvar`: a wait queue whose waiters sleep with a mutex
+    /// released.
+    Condvar,
 }
 
 impl LockKind {
@@ -102,7 +105,14 @@ impl LockKind {
             LockKind::Rwlock => "rwlock",
             LockKind::Semaphore => "semaphore",
             LockKind::Waitqueue => "waitqueue",
+            LockKind::Condvar => "condvar",
         }
+    }
+
+    /// Whether rows of this kind count waits and wake-ups rather than
+    /// acquisitions of a lock (wait queues and condition variables).
+    pub fn waits_and_wakes(self) -> bool {
+        matches!(self, LockKind::Waitqueue | LockKind::Condvar)
     }
 
     /// Whether a waiter of this kind sleeps in the OS rather than spins.
@@ -201,6 +211,11 @@ pub struct Stats {
     pub wake_calls: u64,
     /// Wait queues: waiters woken.
     pub wakeups: u64,
+    /// Wait queues: wake calls that found no waiter to wake (a condvar's
+    /// `notify_*` with nobody waiting). Absent (0) in older dumps and
+    /// left out when 0.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub empty_wake_calls: u64,
     /// Wait queues: woken waiters whose condition was still false.
     pub spurious_wakeups: u64,
     /// Wait queues: wakeups of exclusive waiters.
@@ -217,6 +232,10 @@ impl Stats {
         self.con_pct = percent(self.contended, self.acquisitions);
         self.util_pct = percent(self.hold_ns.total, elapsed_ns);
     }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// `100 * part / whole`, or 0 for an empty whole.

@@ -84,7 +84,7 @@ fn dist() -> impl Strategy<Value = Dist> {
 
 fn stats() -> impl Strategy<Value = Stats> {
     (
-        prop::collection::vec(num(), 13),
+        prop::collection::vec(num(), 14),
         pct(),
         pct(),
         dist(),
@@ -110,6 +110,7 @@ fn stats() -> impl Strategy<Value = Stats> {
             spurious_wakeups: n[10],
             exclusive_wakeups: n[11],
             max_waiters: n[12],
+            empty_wake_calls: n[13],
             wake_latency_ns: l,
         })
 }
@@ -120,6 +121,7 @@ fn kind() -> impl Strategy<Value = LockKind> {
         Just(LockKind::Mutex),
         Just(LockKind::Rwlock),
         Just(LockKind::Semaphore),
+        Just(LockKind::Condvar),
         Just(LockKind::Waitqueue),
     ]
 }

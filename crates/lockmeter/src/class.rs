@@ -84,6 +84,8 @@ pub(crate) enum Mode {
     Exclusive,
     Read,
     Write,
+    /// An rwlock's upgradable read.
+    Upgradable,
 }
 
 impl Mode {
@@ -92,6 +94,7 @@ impl Mode {
             Mode::Exclusive => None,
             Mode::Read => Some("read"),
             Mode::Write => Some("write"),
+            Mode::Upgradable => Some("upgradable"),
         }
     }
 }

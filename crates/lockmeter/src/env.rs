@@ -90,12 +90,6 @@ pub(crate) const VARIABLES: &[Variable] = &[
         default: "0",
     },
     Variable {
-        name: "LOCKMETER_HOLD_SAMPLING",
-        meaning:
-            "time the hold of one uncontended acquisition in N (a power of two); 1 times every hold",
-        default: "64",
-    },
-    Variable {
         name: "LOCKMETER_DEADLOCK",
         meaning: "how often deadlocks are looked for (1s, 200ms); off disables",
         default: "1s",
@@ -109,6 +103,27 @@ pub(crate) const VARIABLES: &[Variable] = &[
         name: "LOCKMETER_LOCK_ORDER",
         meaning: "1 records which locks are taken while which are held (lock-order inversions)",
         default: "0",
+    },
+    Variable {
+        name: "LOCKMETER_HOLD_SAMPLING",
+        meaning:
+            "time the hold of one uncontended acquisition in N (a power of two); 1 times every hold",
+        default: "64",
+    },
+    Variable {
+        name: "LOCKMETER_PROMETHEUS",
+        meaning: "127.0.0.1:PORT serves GET /metrics for Prometheus; 0/off disables",
+        default: "none",
+    },
+    Variable {
+        name: "LOCKMETER_PROMETHEUS_ALLOW_REMOTE",
+        meaning: "1 allows a non-loopback address for the Prometheus endpoint",
+        default: "0",
+    },
+    Variable {
+        name: "LOCKMETER_PROMETHEUS_TOP_SITES",
+        meaning: "call sites per lock class with Prometheus series of their own",
+        default: "10",
     },
     Variable {
         name: "LOCKMETER_QUIET",
@@ -289,6 +304,7 @@ pub(crate) fn export_overrides(
         };
     }
     apply_record_limits(&mut config, get, &mut bad);
+    apply_prometheus(&mut config, get, &mut bad);
     if let Some(v) = set("LOCKMETER_QUIET") {
         match parse_bool(&v) {
             Some(b) => config.quiet = b,
@@ -353,6 +369,59 @@ fn apply_record_limits(
         }
     }
     config.record = Some(rec);
+}
+
+/// The `LOCKMETER_PROMETHEUS*` settings.
+#[cfg(unix)]
+fn apply_prometheus(
+    config: &mut ExportConfig,
+    get: Lookup<'_>,
+    bad: &mut dyn FnMut(&str, &OsStr, &str),
+) {
+    let set = |name: &str| get(name).filter(|v| !v.is_empty());
+    if let Some(v) = set("LOCKMETER_PROMETHEUS") {
+        if is_off(&v) {
+            config.prometheus = None;
+        } else {
+            match v.to_str().and_then(parse_socket_addr) {
+                Some(addr) => config.prometheus = Some(addr),
+                None => bad(
+                    "LOCKMETER_PROMETHEUS",
+                    &v,
+                    "expected an address such as 127.0.0.1:9464",
+                ),
+            }
+        }
+    }
+    if let Some(v) = set("LOCKMETER_PROMETHEUS_ALLOW_REMOTE") {
+        match parse_bool(&v) {
+            Some(b) => config.prometheus_allow_remote = b,
+            None => bad("LOCKMETER_PROMETHEUS_ALLOW_REMOTE", &v, "expected 1 or 0"),
+        }
+    }
+    if let Some(v) = set("LOCKMETER_PROMETHEUS_TOP_SITES") {
+        match parse_u64(&v).filter(|n| (1..=10_000).contains(n)) {
+            Some(n) => config.prometheus_top_sites = n as usize,
+            None => bad(
+                "LOCKMETER_PROMETHEUS_TOP_SITES",
+                &v,
+                "expected a number from 1 to 10000",
+            ),
+        }
+    }
+}
+
+/// `HOST:PORT` with a numeric host, optionally written `http://HOST:PORT`
+/// or `tcp://HOST:PORT` (a trailing `/metrics` is allowed).
+#[cfg(unix)]
+fn parse_socket_addr(s: &str) -> Option<std::net::SocketAddr> {
+    let s = s.trim();
+    let s = ["http://", "tcp://"]
+        .iter()
+        .find_map(|p| s.strip_prefix(p))
+        .unwrap_or(s);
+    let s = s.strip_suffix("/metrics").unwrap_or(s);
+    s.parse().ok()
 }
 
 #[cfg(unix)]
@@ -438,8 +507,14 @@ mod tests {
             ("LOCKMETER_RECORD_MAX_SECS", "30"),
             ("LOCKMETER_RECORD_ON_FULL", "stop"),
             ("LOCKMETER_QUIET", "1"),
+            ("LOCKMETER_PROMETHEUS", "127.0.0.1:9464"),
+            ("LOCKMETER_PROMETHEUS_ALLOW_REMOTE", "1"),
+            ("LOCKMETER_PROMETHEUS_TOP_SITES", "3"),
         ]);
         assert!(w.is_empty(), "{w:?}");
+        assert_eq!(c.prometheus, Some("127.0.0.1:9464".parse().unwrap()));
+        assert!(c.prometheus_allow_remote);
+        assert_eq!(c.prometheus_top_sites, 3);
         assert_eq!(c.dump, Some(PathBuf::from("/tmp/d.csv")));
         assert!(!c.dump_signal);
         assert_eq!(
@@ -511,6 +586,27 @@ mod tests {
             c.record.unwrap().max_bytes,
             Some(RecordConfig::DEFAULT_MAX_BYTES)
         );
+    }
+
+    #[test]
+    fn prometheus_values() {
+        for (v, want) in [
+            ("127.0.0.1:0", Some("127.0.0.1:0")),
+            ("http://[::1]:9464/metrics", Some("[::1]:9464")),
+            ("tcp://0.0.0.0:1", Some("0.0.0.0:1")),
+            ("off", None),
+        ] {
+            let (c, w) = run(&[("LOCKMETER_PROMETHEUS", v)]);
+            assert!(w.is_empty(), "{v}: {w:?}");
+            assert_eq!(c.prometheus, want.map(|a| a.parse().unwrap()), "{v}");
+        }
+        for bad in ["localhost:9464", "9464", "127.0.0.1"] {
+            let (c, w) = run(&[("LOCKMETER_PROMETHEUS", bad)]);
+            assert_eq!((c.prometheus, w.len()), (None, 1), "{bad}");
+        }
+        let (c, w) = run(&[("LOCKMETER_PROMETHEUS_TOP_SITES", "0")]);
+        assert_eq!(c.prometheus_top_sites, 10);
+        assert_eq!(w.len(), 1);
     }
 
     #[test]

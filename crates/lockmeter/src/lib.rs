@@ -10,7 +10,7 @@
 //! | item | what it is |
 //! |---|---|
 //! | [`SpinLock`] | test-and-test-and-set spinlock with bounded backoff |
-//! | [`Mutex`], [`RwLock`] | drop-ins for `parking_lot`'s, over any `lock_api` raw lock via [`MeteredMutex`], [`MeteredRwLock`] |
+//! | [`Mutex`], [`FairMutex`], [`ReentrantMutex`], [`RwLock`], [`Condvar`] | parking_lot 0.12's API, metered; over any `lock_api` raw lock via [`MeteredMutex`], [`MeteredReentrantMutex`], [`MeteredRwLock`] |
 //! | [`Semaphore`] | counting semaphore built from a [`SpinLock`] and a [`WaitQueue`] |
 //! | [`WaitQueue`] | Linux-style wait queue: exclusive, keyed, FIFO/LIFO, `*_locked` operations |
 //! | [`Layer`], [`Handle`] | the `tracing` layer that records, and what reads it |
@@ -78,6 +78,24 @@
 //!
 //! ```compile_fail
 //! fn sendable<T: Send>(_: T) {}
+//! let lock = lockmeter::RwLock::new(0u32);
+//! sendable(lock.upgradable_read());
+//! ```
+//!
+//! ```compile_fail
+//! fn sendable<T: Send>(_: T) {}
+//! let lock = lockmeter::Mutex::new((0u32, 1u32));
+//! sendable(lockmeter::MutexGuard::map(lock.lock(), |p| &mut p.0));
+//! ```
+//!
+//! ```compile_fail
+//! fn sendable<T: Send>(_: T) {}
+//! let lock = lockmeter::ReentrantMutex::new(0u32);
+//! sendable(lock.lock());
+//! ```
+//!
+//! ```compile_fail
+//! fn sendable<T: Send>(_: T) {}
 //! let sem = lockmeter::Semaphore::new(1);
 //! sendable(sem.acquire());
 //! ```
@@ -93,6 +111,7 @@
 mod backoff;
 mod class;
 mod clock;
+mod condvar;
 mod env;
 #[cfg(unix)]
 pub mod export;
@@ -100,8 +119,10 @@ mod layer;
 mod meter;
 mod mutex;
 mod now;
+mod on_drop;
 mod primitive;
 mod recorder;
+mod reentrant_mutex;
 mod report;
 mod rwlock;
 mod semaphore;
@@ -109,10 +130,18 @@ mod slow;
 mod spinlock;
 mod waitqueue;
 
+pub use condvar::{Condvar, WaitTimeoutResult};
 pub use layer::{Handle, Layer, LayerBuilder, DEFAULT_HOLD_SAMPLING, DEFAULT_SLOW_THRESHOLD};
 pub use lockmeter_model as model;
-pub use mutex::{MeteredMutex, MeteredMutexGuard, Mutex, MutexGuard};
+pub use mutex::{
+    const_fair_mutex, const_mutex, FairMutex, FairMutexGuard, MappedFairMutexGuard,
+    MappedMutexGuard, MeteredMappedMutexGuard, MeteredMutex, MeteredMutexGuard, Mutex, MutexGuard,
+};
 pub use now::DEFAULT_DEADLOCK_INTERVAL;
+pub use reentrant_mutex::{
+    const_reentrant_mutex, MappedReentrantMutexGuard, MeteredMappedReentrantMutexGuard,
+    MeteredReentrantMutex, MeteredReentrantMutexGuard, ReentrantMutex, ReentrantMutexGuard,
+};
 
 /// The `now` tables' seqlock, for the loom models in `tests/loom.rs` only.
 #[cfg(lockmeter_loom)]
@@ -121,7 +150,10 @@ pub mod loom_now {
     pub use crate::now::table::{Rec, Table, View};
 }
 pub use rwlock::{
-    MeteredReadGuard, MeteredRwLock, MeteredWriteGuard, RwLock, RwLockReadGuard, RwLockWriteGuard,
+    const_rwlock, MappedRwLockReadGuard, MappedRwLockWriteGuard, MeteredMappedReadGuard,
+    MeteredMappedWriteGuard, MeteredReadGuard, MeteredRwLock, MeteredUpgradableReadGuard,
+    MeteredWriteGuard, RawRwLockRecursive, RawRwLockRecursiveTimed, RwLock, RwLockReadGuard,
+    RwLockUpgradableReadGuard, RwLockWriteGuard,
 };
 pub use semaphore::{Semaphore, SemaphorePermit};
 pub use spinlock::{SpinLock, SpinLockGuard};

@@ -1,28 +1,41 @@
-//! A metering adapter over any `lock_api` raw mutex.
+//! A metering adapter over any `lock_api` raw mutex, with parking_lot 0.12's
+//! whole mutex API.
 //!
 //! [`MeteredMutex<R, T>`] wraps a raw lock `R` the way `lock_api::Mutex`
 //! does, and records each acquisition at its caller's site. [`Mutex<T>`] is
-//! the drop-in for `parking_lot::Mutex<T>`; meter your own raw lock with
+//! the drop-in for `parking_lot::Mutex<T>` and [`FairMutex<T>`] for
+//! `parking_lot::FairMutex<T>`; meter your own raw lock with
 //! `MeteredMutex<YourRawMutex, T>`.
 //!
-//! # Differences from `parking_lot::Mutex`
-//! - Guards cannot be mapped (`MutexGuard::map`) or sent to other threads:
-//!   the hold time is recorded by the thread that acquired.
-//! - `force_unlock` is not offered: a forced unlock would skip the hold.
-//! - Spin rounds and sleeps inside a foreign raw lock are invisible, so a
-//!   `Mutex` row reports `spins` and `sleeps` as 0; wait times are exact.
+//! # How each path counts
+//! - `lock`, `try_lock*`: one acquisition at the caller's site (a failed
+//!   try counts in RJECT).
+//! - `MutexGuard::unlocked(_fair)` and `bump`: the hold ends, and the
+//!   reacquisition is one acquisition at the site of the `unlocked`/`bump`
+//!   call. Unobserved, `bump` is the raw lock's own (it hands the lock over
+//!   only when someone waits); observed, it always releases and reacquires
+//!   fairly, so the hand-off is counted.
+//! - `map`, `try_map`, `try_map_or_err`: the hold carries over to the
+//!   mapped guard and ends when it drops.
+//! - `leak` and `make_guard_unchecked`/`force_unlock`: a hold nobody ends
+//!   or nobody started is not timed; a leaked guard's acquisition still
+//!   counts.
 
 use std::cell::UnsafeCell;
 use std::fmt;
+use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
 use std::ops::{Deref, DerefMut};
 use std::panic::Location;
+use std::ptr;
 
-use lock_api::{RawMutex, RawMutexTimed};
+use lock_api::{RawMutex, RawMutexFair, RawMutexTimed};
 use lockmeter_model::LockKind;
 
 use crate::class::{Class, Mode};
 use crate::meter::{self, Hold, Meta};
+use crate::on_drop::OnDrop;
+use crate::recorder;
 
 /// A mutex over the raw lock `R` that records contention per call site.
 ///
@@ -38,6 +51,21 @@ pub struct MeteredMutex<R: RawMutex, T: ?Sized> {
 
 /// The drop-in replacement for `parking_lot::Mutex`.
 ///
+/// # Differences from parking_lot
+/// - Guards are never `Send` (parking_lot's default; its `send_guard`
+///   feature is not offered): a hold is recorded by the acquiring thread.
+/// - `raw()` is the raw lock of this crate's `lock_api` 0.5 (parking_lot
+///   0.13), and anything done through it is not metered.
+/// - Observed, `MutexGuard::bump` always unlocks fairly and locks again (so
+///   the hand-off is counted); parking_lot's does nothing when nobody waits.
+/// - A leaked guard's hold (`MutexGuard::leak`) is not timed;
+///   `make_guard_unchecked` and `force_unlock` need `R::Guard: Default`
+///   (true of every parking_lot raw lock).
+/// - No `arc_lock`, `serde` or `owning_ref` integrations.
+///
+/// How each path is counted: docs/format.md, "How each acquisition path
+/// counts".
+///
 /// # Examples
 ///
 /// ```
@@ -52,6 +80,44 @@ pub type Mutex<T> = MeteredMutex<parking_lot::RawMutex, T>;
 
 /// The guard of [`Mutex`].
 pub type MutexGuard<'a, T> = MeteredMutexGuard<'a, parking_lot::RawMutex, T>;
+
+/// A [`MutexGuard`] narrowed to a part of the data by `MutexGuard::map`.
+pub type MappedMutexGuard<'a, T> = MeteredMappedMutexGuard<'a, parking_lot::RawMutex, T>;
+
+/// The drop-in replacement for `parking_lot::FairMutex`: a mutex whose
+/// every unlock is fair (the lock is handed to the next waiter). Its rows
+/// are of kind `mutex`; it differs from parking_lot's as [`Mutex`] does.
+///
+/// # Examples
+///
+/// ```
+/// use lockmeter::FairMutex;
+///
+/// let m = FairMutex::named("fair", 0);
+/// *m.lock() += 1;
+/// assert_eq!(*m.lock(), 1);
+/// ```
+pub type FairMutex<T> = MeteredMutex<parking_lot::RawFairMutex, T>;
+
+/// The guard of [`FairMutex`].
+pub type FairMutexGuard<'a, T> = MeteredMutexGuard<'a, parking_lot::RawFairMutex, T>;
+
+/// A [`FairMutexGuard`] narrowed by `map`.
+pub type MappedFairMutexGuard<'a, T> = MeteredMappedMutexGuard<'a, parking_lot::RawFairMutex, T>;
+
+/// A [`Mutex`] in a `const` or `static` (parking_lot's `const_mutex`); its
+/// class is the call site.
+#[track_caller]
+pub const fn const_mutex<T>(val: T) -> Mutex<T> {
+    Mutex::from_class(Class::new(None, Location::caller()), val)
+}
+
+/// A [`FairMutex`] in a `const` or `static` (parking_lot's
+/// `const_fair_mutex`); its class is the call site.
+#[track_caller]
+pub const fn const_fair_mutex<T>(val: T) -> FairMutex<T> {
+    FairMutex::from_class(Class::new(None, Location::caller()), val)
+}
 
 // SAFETY: the raw lock gives access to `T` to one thread at a time.
 unsafe impl<R: RawMutex + Send, T: ?Sized + Send> Send for MeteredMutex<R, T> {}
@@ -71,7 +137,24 @@ impl<R: RawMutex, T> MeteredMutex<R, T> {
         Self::from_class(Class::new(Some(name), Location::caller()), value)
     }
 
-    const fn from_class(class: Class, value: T) -> Self {
+    /// A mutex over an existing raw lock (lock_api's `const_new`); its
+    /// class is the call site.
+    #[track_caller]
+    pub const fn const_new(raw: R, value: T) -> Self {
+        Self::from_raw(raw, value)
+    }
+
+    /// A mutex over an existing raw lock (lock_api's `from_raw`).
+    #[track_caller]
+    pub const fn from_raw(raw: R, value: T) -> Self {
+        MeteredMutex {
+            raw,
+            meta: Meta::new(Class::new(None, Location::caller()), LockKind::Mutex),
+            data: UnsafeCell::new(value),
+        }
+    }
+
+    pub(crate) const fn from_class(class: Class, value: T) -> Self {
         MeteredMutex {
             raw: R::INIT,
             meta: Meta::new(class, LockKind::Mutex),
@@ -90,15 +173,21 @@ impl<R: RawMutex, T: ?Sized> MeteredMutex<R, T> {
     #[track_caller]
     #[inline]
     pub fn lock(&self) -> MeteredMutexGuard<'_, R, T> {
-        let (raw, hold) = meter::acquire(
+        let (raw, hold) = self.lock_at(Location::caller());
+        self.guard(raw, hold)
+    }
+
+    /// One metered blocking acquisition at `site`.
+    #[inline]
+    pub(crate) fn lock_at(&self, site: &'static Location<'static>) -> (R::Guard, Hold) {
+        meter::acquire(
             &self.meta,
-            Location::caller(),
+            site,
             Mode::Exclusive,
             || self.raw.lock(),
             || self.raw.try_lock(),
             || (self.raw.lock(), 0, 0),
-        );
-        self.guard(raw, hold)
+        )
     }
 
     /// Acquires the mutex if it is free; a failure counts in RJECT.
@@ -126,12 +215,62 @@ impl<R: RawMutex, T: ?Sized> MeteredMutex<R, T> {
         self.data.get()
     }
 
+    /// The raw lock. Acquisitions made through it are not metered.
+    ///
+    /// # Safety
+    /// Unlocking the raw lock while a guard of this mutex exists is
+    /// undefined behaviour, as in lock_api.
+    pub unsafe fn raw(&self) -> &R {
+        &self.raw
+    }
+
+    /// A guard for a lock acquired some other way (through [`raw`](Self::raw)
+    /// or a forgotten guard). It is not counted and its hold is not timed.
+    ///
+    /// # Safety
+    /// The mutex must be held by the current context, with no other guard.
+    pub unsafe fn make_guard_unchecked(&self) -> MeteredMutexGuard<'_, R, T>
+    where
+        R::Guard: Default,
+    {
+        self.guard(R::Guard::default(), Hold::NONE)
+    }
+
+    /// Unlocks a mutex whose guard was forgotten (`mem::forget`); the
+    /// forgotten guard's hold is never recorded.
+    ///
+    /// # Safety
+    /// The mutex must be held by a guard that was forgotten.
+    pub unsafe fn force_unlock(&self)
+    where
+        R::Guard: Default,
+    {
+        // SAFETY: the caller promises the lock is held and its guard gone;
+        // the raw guard is a token the raw lock issued (`Default` for
+        // parking_lot's zero-sized markers).
+        unsafe { self.raw.unlock(R::Guard::default()) }
+    }
+
     fn guard(&self, raw: R::Guard, hold: Hold) -> MeteredMutexGuard<'_, R, T> {
         MeteredMutexGuard {
             lock: self,
             raw: ManuallyDrop::new(raw),
             hold,
         }
+    }
+}
+
+impl<R: RawMutexFair, T: ?Sized> MeteredMutex<R, T> {
+    /// [`force_unlock`](Self::force_unlock), unlocking fairly.
+    ///
+    /// # Safety
+    /// As for `force_unlock`.
+    pub unsafe fn force_unlock_fair(&self)
+    where
+        R::Guard: Default,
+    {
+        // SAFETY: as in `force_unlock`.
+        unsafe { self.raw.unlock_fair(R::Guard::default()) }
     }
 }
 
@@ -196,6 +335,8 @@ impl<R: RawMutex, T: ?Sized + fmt::Debug> fmt::Debug for MeteredMutex<R, T> {
 }
 
 /// Access to a [`MeteredMutex`]'s data; unlocks and records the hold on drop.
+///
+/// Not `Send`: the hold is recorded by the thread that acquired.
 #[must_use = "the lock is released as soon as the guard is dropped"]
 pub struct MeteredMutexGuard<'a, R: RawMutex, T: ?Sized> {
     lock: &'a MeteredMutex<R, T>,
@@ -205,6 +346,162 @@ pub struct MeteredMutexGuard<'a, R: RawMutex, T: ?Sized> {
 
 // SAFETY: sharing the guard only shares `&T`.
 unsafe impl<R: RawMutex + Sync, T: ?Sized + Sync> Sync for MeteredMutexGuard<'_, R, T> {}
+
+impl<'a, R: RawMutex, T: ?Sized> MeteredMutexGuard<'a, R, T> {
+    /// The mutex this guard holds.
+    pub fn mutex(s: &Self) -> &'a MeteredMutex<R, T> {
+        s.lock
+    }
+
+    /// The guard's parts, without running its `Drop`.
+    fn into_parts(s: Self) -> (&'a MeteredMutex<R, T>, R::Guard, Hold) {
+        let mut s = ManuallyDrop::new(s);
+        // SAFETY: `s` is never used or dropped again; each field is moved
+        // out exactly once.
+        unsafe {
+            let raw = ManuallyDrop::take(&mut s.raw);
+            (s.lock, raw, ptr::read(&s.hold))
+        }
+    }
+
+    /// A guard for a part of the data; the hold carries over.
+    pub fn map<U: ?Sized, F>(s: Self, f: F) -> MeteredMappedMutexGuard<'a, R, U>
+    where
+        F: FnOnce(&mut T) -> &mut U,
+    {
+        // SAFETY: the guard proves the lock is held, exclusively.
+        let data: *mut U = f(unsafe { &mut *s.lock.data.get() });
+        let (lock, raw, hold) = Self::into_parts(s);
+        MeteredMappedMutexGuard::new(&lock.raw, data, raw, hold)
+    }
+
+    /// Like [`map`](Self::map), giving the guard back when `f` finds nothing.
+    #[allow(clippy::result_large_err)]
+    pub fn try_map<U: ?Sized, F>(s: Self, f: F) -> Result<MeteredMappedMutexGuard<'a, R, U>, Self>
+    where
+        F: FnOnce(&mut T) -> Option<&mut U>,
+    {
+        // SAFETY: the guard proves the lock is held, exclusively.
+        let Some(data) = f(unsafe { &mut *s.lock.data.get() }) else {
+            return Err(s);
+        };
+        let data: *mut U = data;
+        let (lock, raw, hold) = Self::into_parts(s);
+        Ok(MeteredMappedMutexGuard::new(&lock.raw, data, raw, hold))
+    }
+
+    /// Like [`try_map`](Self::try_map), returning `f`'s error beside the guard.
+    #[allow(clippy::type_complexity)]
+    pub fn try_map_or_err<U: ?Sized, F, E>(
+        s: Self,
+        f: F,
+    ) -> Result<MeteredMappedMutexGuard<'a, R, U>, (Self, E)>
+    where
+        F: FnOnce(&mut T) -> Result<&mut U, E>,
+    {
+        // SAFETY: the guard proves the lock is held, exclusively.
+        match f(unsafe { &mut *s.lock.data.get() }) {
+            Ok(data) => {
+                let data: *mut U = data;
+                let (lock, raw, hold) = Self::into_parts(s);
+                Ok(MeteredMappedMutexGuard::new(&lock.raw, data, raw, hold))
+            }
+            Err(e) => Err((s, e)),
+        }
+    }
+
+    /// Unlocks, runs `f`, and locks again; the reacquisition counts at the
+    /// caller's site.
+    #[track_caller]
+    pub fn unlocked<F, U>(s: &mut Self, f: F) -> U
+    where
+        F: FnOnce() -> U,
+    {
+        let site = Location::caller();
+        s.end_hold(|raw| {
+            // SAFETY: `raw` is the state of this guard's acquisition.
+            unsafe { s.lock.raw.unlock(raw) }
+        });
+        let _relock = OnDrop(|| s.relock(site));
+        f()
+    }
+
+    /// Ends the hold with `unlock`, leaving the guard with no lock held
+    /// until [`relock`](Self::relock).
+    pub(crate) fn end_hold(&mut self, unlock: impl FnOnce(R::Guard)) {
+        // SAFETY: `raw` is taken here and put back by `relock` before the
+        // guard is used or dropped again (callers pair them).
+        let raw = unsafe { ManuallyDrop::take(&mut self.raw) };
+        let hold = std::mem::replace(&mut self.hold, Hold::NONE);
+        hold.release(|| unlock(raw));
+    }
+
+    /// Reacquires after [`end_hold`](Self::end_hold), metered at `site`.
+    pub(crate) fn relock(&mut self, site: &'static Location<'static>) {
+        let (raw, hold) = self.lock.lock_at(site);
+        self.raw = ManuallyDrop::new(raw);
+        self.hold = hold;
+    }
+
+    /// Ends the hold and unlocks, for a `Condvar` wait; [`relock`](Self::relock)
+    /// must follow before the guard is used or dropped.
+    pub(crate) fn end_hold_unlock(&mut self) {
+        let lock = self.lock;
+        // SAFETY: `raw` is the state of this guard's acquisition.
+        self.end_hold(|raw| unsafe { lock.raw.unlock(raw) });
+    }
+
+    /// The raw lock's address: what a `Condvar` checks it is used with.
+    pub(crate) fn lock_addr(&self) -> usize {
+        &self.lock.raw as *const R as usize
+    }
+
+    /// The data as a `&'a mut T` for ever: the lock stays held. The
+    /// acquisition counts; its hold is not timed.
+    pub fn leak(s: Self) -> &'a mut T {
+        let (lock, raw, hold) = Self::into_parts(s);
+        std::mem::forget(raw);
+        hold.discard();
+        // SAFETY: the lock stays held for ever, so this is the only access.
+        unsafe { &mut *lock.data.get() }
+    }
+}
+
+impl<'a, R: RawMutexFair, T: ?Sized> MeteredMutexGuard<'a, R, T> {
+    /// Unlocks fairly: the lock goes to the next waiter, if any.
+    pub fn unlock_fair(s: Self) {
+        let (lock, raw, hold) = Self::into_parts(s);
+        // SAFETY: `raw` is the state of this guard's acquisition.
+        hold.release(|| unsafe { lock.raw.unlock_fair(raw) });
+    }
+
+    /// [`unlocked`](Self::unlocked) with a fair unlock.
+    #[track_caller]
+    pub fn unlocked_fair<F, U>(s: &mut Self, f: F) -> U
+    where
+        F: FnOnce() -> U,
+    {
+        let site = Location::caller();
+        s.end_hold(|raw| {
+            // SAFETY: `raw` is the state of this guard's acquisition.
+            unsafe { s.lock.raw.unlock_fair(raw) }
+        });
+        let _relock = OnDrop(|| s.relock(site));
+        f()
+    }
+
+    /// Lets a waiting thread have the lock, then takes it back. Observed,
+    /// always a fair unlock and a reacquisition counted at the caller's site.
+    #[track_caller]
+    pub fn bump(s: &mut Self) {
+        if !recorder::observing() {
+            // SAFETY: `raw` is the state of this guard's acquisition.
+            unsafe { s.lock.raw.bump(&mut s.raw) };
+            return;
+        }
+        Self::unlocked_fair(s, || ());
+    }
+}
 
 impl<R: RawMutex, T: ?Sized> Deref for MeteredMutexGuard<'_, R, T> {
     type Target = T;
@@ -234,5 +531,142 @@ impl<R: RawMutex, T: ?Sized> Drop for MeteredMutexGuard<'_, R, T> {
 impl<R: RawMutex, T: ?Sized + fmt::Debug> fmt::Debug for MeteredMutexGuard<'_, R, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Debug::fmt(&**self, f)
+    }
+}
+
+impl<R: RawMutex, T: ?Sized + fmt::Display> fmt::Display for MeteredMutexGuard<'_, R, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&**self, f)
+    }
+}
+
+/// A guard for a part of a [`MeteredMutex`]'s data, made by
+/// `MeteredMutexGuard::map`. It holds the whole lock; the hold of the guard
+/// it was made from ends when it drops.
+///
+/// It cannot be unlocked temporarily (no `unlocked`), as in lock_api.
+#[must_use = "the lock is released as soon as the guard is dropped"]
+pub struct MeteredMappedMutexGuard<'a, R: RawMutex, T: ?Sized> {
+    lock: &'a R,
+    data: *mut T,
+    raw: ManuallyDrop<R::Guard>,
+    hold: Hold,
+    marker: PhantomData<&'a mut T>,
+}
+
+// SAFETY: sharing the guard only shares `&T`.
+unsafe impl<R: RawMutex + Sync, T: ?Sized + Sync> Sync for MeteredMappedMutexGuard<'_, R, T> {}
+
+impl<'a, R: RawMutex, T: ?Sized> MeteredMappedMutexGuard<'a, R, T> {
+    fn new(lock: &'a R, data: *mut T, raw: R::Guard, hold: Hold) -> Self {
+        MeteredMappedMutexGuard {
+            lock,
+            data,
+            raw: ManuallyDrop::new(raw),
+            hold,
+            marker: PhantomData,
+        }
+    }
+
+    fn into_parts(s: Self) -> (&'a R, *mut T, R::Guard, Hold) {
+        let mut s = ManuallyDrop::new(s);
+        // SAFETY: `s` is never used or dropped again; each field is moved
+        // out exactly once.
+        unsafe {
+            let raw = ManuallyDrop::take(&mut s.raw);
+            (s.lock, s.data, raw, ptr::read(&s.hold))
+        }
+    }
+
+    /// Narrows the guard further.
+    pub fn map<U: ?Sized, F>(s: Self, f: F) -> MeteredMappedMutexGuard<'a, R, U>
+    where
+        F: FnOnce(&mut T) -> &mut U,
+    {
+        // SAFETY: the guard proves the lock is held, exclusively.
+        let data: *mut U = f(unsafe { &mut *s.data });
+        let (lock, _, raw, hold) = Self::into_parts(s);
+        MeteredMappedMutexGuard::new(lock, data, raw, hold)
+    }
+
+    /// Like [`map`](Self::map), giving the guard back when `f` finds nothing.
+    #[allow(clippy::result_large_err)]
+    pub fn try_map<U: ?Sized, F>(s: Self, f: F) -> Result<MeteredMappedMutexGuard<'a, R, U>, Self>
+    where
+        F: FnOnce(&mut T) -> Option<&mut U>,
+    {
+        // SAFETY: the guard proves the lock is held, exclusively.
+        let Some(data) = f(unsafe { &mut *s.data }) else {
+            return Err(s);
+        };
+        let data: *mut U = data;
+        let (lock, _, raw, hold) = Self::into_parts(s);
+        Ok(MeteredMappedMutexGuard::new(lock, data, raw, hold))
+    }
+
+    /// Like [`try_map`](Self::try_map), returning `f`'s error beside the guard.
+    #[allow(clippy::type_complexity)]
+    pub fn try_map_or_err<U: ?Sized, F, E>(
+        s: Self,
+        f: F,
+    ) -> Result<MeteredMappedMutexGuard<'a, R, U>, (Self, E)>
+    where
+        F: FnOnce(&mut T) -> Result<&mut U, E>,
+    {
+        // SAFETY: the guard proves the lock is held, exclusively.
+        match f(unsafe { &mut *s.data }) {
+            Ok(data) => {
+                let data: *mut U = data;
+                let (lock, _, raw, hold) = Self::into_parts(s);
+                Ok(MeteredMappedMutexGuard::new(lock, data, raw, hold))
+            }
+            Err(e) => Err((s, e)),
+        }
+    }
+}
+
+impl<R: RawMutexFair, T: ?Sized> MeteredMappedMutexGuard<'_, R, T> {
+    /// Unlocks fairly: the lock goes to the next waiter, if any.
+    pub fn unlock_fair(s: Self) {
+        let (lock, _, raw, hold) = Self::into_parts(s);
+        // SAFETY: `raw` is the state of this guard's acquisition.
+        hold.release(|| unsafe { lock.unlock_fair(raw) });
+    }
+}
+
+impl<R: RawMutex, T: ?Sized> Deref for MeteredMappedMutexGuard<'_, R, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        // SAFETY: the guard proves the lock is held.
+        unsafe { &*self.data }
+    }
+}
+
+impl<R: RawMutex, T: ?Sized> DerefMut for MeteredMappedMutexGuard<'_, R, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        // SAFETY: the guard proves the lock is held, exclusively.
+        unsafe { &mut *self.data }
+    }
+}
+
+impl<R: RawMutex, T: ?Sized> Drop for MeteredMappedMutexGuard<'_, R, T> {
+    #[inline]
+    fn drop(&mut self) {
+        // SAFETY: `raw` is taken exactly once, here.
+        let raw = unsafe { ManuallyDrop::take(&mut self.raw) };
+        // SAFETY: `raw` is the state of this guard's acquisition.
+        self.hold.release(|| unsafe { self.lock.unlock(raw) });
+    }
+}
+
+impl<R: RawMutex, T: ?Sized + fmt::Debug> fmt::Debug for MeteredMappedMutexGuard<'_, R, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&**self, f)
+    }
+}
+
+impl<R: RawMutex, T: ?Sized + fmt::Display> fmt::Display for MeteredMappedMutexGuard<'_, R, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&**self, f)
     }
 }

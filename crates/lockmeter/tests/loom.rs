@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 
-use lockmeter::{Semaphore, SpinLock, WaitQueue, WakeOrder};
+use lockmeter::{Condvar, MeteredMutex, Semaphore, SpinLock, WaitQueue, WakeOrder};
 use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use loom::thread;
 
@@ -153,6 +153,125 @@ fn keyed_wake_wakes_only_matching_waiters() {
         ready.store(true, Ordering::Release);
         assert!(q.wake_up_key(0b01) <= 1);
         waiter.join().unwrap();
+    });
+}
+
+/// A raw mutex loom can see, for the condvar models: lock_api wants a
+/// `const INIT`, and loom's atomics cannot be built in const context, so
+/// the lock word is made on first use (inside the model's execution).
+struct LoomRawMutex {
+    locked: std::sync::OnceLock<AtomicBool>,
+}
+
+impl LoomRawMutex {
+    fn word(&self) -> &AtomicBool {
+        self.locked.get_or_init(|| AtomicBool::new(false))
+    }
+}
+
+// SAFETY: a test-and-set lock: `lock` returns only after swapping the word
+// from false to true (Acquire), `unlock` stores false (Release).
+unsafe impl lock_api::RawMutex for LoomRawMutex {
+    #[allow(clippy::declare_interior_mutable_const)]
+    const INIT: Self = LoomRawMutex {
+        locked: std::sync::OnceLock::new(),
+    };
+    type Guard = ();
+
+    fn lock(&self) {
+        while self.try_lock().is_none() {
+            thread::yield_now();
+        }
+    }
+
+    fn try_lock(&self) -> Option<()> {
+        self.word()
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .ok()
+            .map(drop)
+    }
+
+    unsafe fn unlock(&self, _guard: ()) {
+        self.word().store(false, Ordering::Release);
+    }
+
+    fn is_locked(&self) -> bool {
+        self.word().load(Ordering::Relaxed)
+    }
+}
+
+type LoomMutex<T> = MeteredMutex<LoomRawMutex, T>;
+
+/// A mutex whose lock word exists before any thread is spawned (made
+/// later, by whichever thread locks first, loom would see its creation
+/// race with the other thread's use).
+fn loom_mutex<T>(value: T) -> LoomMutex<T> {
+    let m = LoomMutex::new(value);
+    assert!(!m.is_locked());
+    m
+}
+
+#[test]
+fn condvar_notify_one_loses_no_wakeup() {
+    loom::model(|| {
+        let pair = Arc::new((loom_mutex(false), Condvar::new()));
+        let p2 = pair.clone();
+        let notifier = thread::spawn(move || {
+            *p2.0.lock() = true;
+            p2.1.notify_one();
+        });
+        let (m, cv) = &*pair;
+        let mut ready = m.lock();
+        // A lost wake-up leaves this thread asleep for ever: loom reports
+        // the deadlock.
+        while !*ready {
+            cv.wait(&mut ready);
+        }
+        drop(ready);
+        notifier.join().unwrap();
+    });
+}
+
+#[test]
+fn condvar_wait_while_returns_only_with_its_condition_met() {
+    loom::model(|| {
+        let pair = Arc::new((loom_mutex(0u32), Condvar::new()));
+        let p2 = pair.clone();
+        let notifier = thread::spawn(move || {
+            // A wake-up with the condition still unmet, then the one that
+            // meets it.
+            p2.1.notify_one();
+            *p2.0.lock() += 1;
+            p2.1.notify_one();
+        });
+        let (m, cv) = &*pair;
+        let mut n = m.lock();
+        cv.wait_while(&mut n, |n| *n == 0);
+        assert_eq!(*n, 1, "wait_while returned with its condition unmet");
+        drop(n);
+        notifier.join().unwrap();
+    });
+}
+
+#[test]
+fn condvar_notify_all_wakes_every_waiter() {
+    model_with_spinning(|| {
+        let pair = Arc::new((loom_mutex(false), Condvar::new()));
+        let waiters: Vec<_> = (0..2)
+            .map(|_| {
+                let p = pair.clone();
+                thread::spawn(move || {
+                    let (m, cv) = &*p;
+                    let mut go = m.lock();
+                    cv.wait_while(&mut go, |go| !*go);
+                })
+            })
+            .collect();
+        let (m, cv) = &*pair;
+        *m.lock() = true;
+        cv.notify_all();
+        // A waiter that was queued and missed by notify_all never returns.
+        waiters.into_iter().for_each(|t| t.join().unwrap());
     });
 }
 

@@ -96,3 +96,80 @@ fn now_reads_held_locks_of_live_threads() {
             .any(|e| e.held == "miri.now.spin" && e.acquired == "miri.now.rw"));
     });
 }
+
+/// The parking_lot-compatible paths' unsafe code: guards taken apart by
+/// `map`/`try_map`/`leak`, raw guards moved through upgrades and
+/// downgrades, the recursive read's view of the raw rwlock, a reentrant
+/// mutex's stored raw guard, and a Condvar hand-off between threads.
+#[test]
+fn the_parking_lot_paths_under_observation() {
+    use lockmeter::{
+        Condvar, MappedMutexGuard, MutexGuard, ReentrantMutex, ReentrantMutexGuard,
+        RwLockReadGuard, RwLockUpgradableReadGuard, RwLockWriteGuard,
+    };
+    let (clock, _mock) = quanta::Clock::mock();
+    let layer = Layer::builder().clock(clock).process_name("miri").build();
+    let handle = layer.handle();
+    let dispatch = tracing::Dispatch::new(tracing::subscriber::NoSubscriber::default().with(layer));
+    tracing::dispatcher::with_default(&dispatch, || {
+        let m = Mutex::named("miri.pl.mutex", (1u32, String::from("a")));
+        let s = MappedMutexGuard::map(MutexGuard::map(m.lock(), |p| &mut p.1), |s| s);
+        drop(s);
+        let g = MutexGuard::try_map(m.lock(), |_| None::<&mut u32>).unwrap_err();
+        let mut g = MutexGuard::try_map(g, |p| Some(&mut p.0)).unwrap();
+        *g += 1;
+        drop(g);
+        let mut g = m.lock();
+        MutexGuard::unlocked(&mut g, || ());
+        MutexGuard::bump(&mut g);
+        drop(g);
+        let leaked = MutexGuard::leak(m.lock());
+        leaked.0 += 1;
+        // SAFETY: the leaked guard held the lock and `leaked` is not used again.
+        unsafe { m.force_unlock() };
+        assert_eq!(m.lock().0, 3);
+
+        let rw = RwLock::named("miri.pl.rw", vec![1u8]);
+        let up = rw.upgradable_read();
+        let r = rw.read_recursive();
+        let up = RwLockUpgradableReadGuard::try_upgrade(up).unwrap_err();
+        drop(r);
+        let mut w = RwLockUpgradableReadGuard::upgrade(up);
+        w.push(2);
+        let up = RwLockWriteGuard::downgrade_to_upgradable(w);
+        let mut up = up;
+        up.with_upgraded(|v| v.push(3));
+        let r = RwLockUpgradableReadGuard::downgrade(up);
+        let first = RwLockReadGuard::map(r, |v| &v[0]);
+        assert_eq!(*first, 1);
+        drop(first);
+        let w = RwLockWriteGuard::map(rw.write(), |v| &mut v[2]);
+        drop(w);
+
+        let re = ReentrantMutex::named("miri.pl.re", 5u32);
+        let a = re.lock();
+        let b = ReentrantMutexGuard::map(re.lock(), |v| v);
+        assert_eq!(*a + *b, 10);
+        drop(a);
+        drop(b);
+        assert!(!re.is_locked());
+
+        let pair = Arc::new((
+            Mutex::named("miri.pl.cv.m", false),
+            Condvar::named("miri.pl.cv"),
+        ));
+        let p2 = pair.clone();
+        let t = spawn_observed(move || {
+            *p2.0.lock() = true;
+            p2.1.notify_all();
+        });
+        let mut ready = pair.0.lock();
+        pair.1.wait_while(&mut ready, |r| !*r);
+        drop(ready);
+        t.join().unwrap();
+    });
+    let snap = handle.snapshot();
+    assert_eq!(lock(&snap, "miri.pl.re").total.acquisitions, 2);
+    // map, try_map, lock + unlocked + bump, leak, the last read.
+    assert_eq!(lock(&snap, "miri.pl.mutex").total.acquisitions, 7);
+}

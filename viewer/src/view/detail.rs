@@ -4,7 +4,7 @@
 
 use lockmeter_model::dist::{bucket_index, bucket_upper_bound};
 use lockmeter_model::format::{format_ns, format_pct};
-use lockmeter_model::{Dist, LockKind, LockStats};
+use lockmeter_model::{Dist, LockStats};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -73,7 +73,7 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
     .spacing(2)
     .areas(charts);
     let s = &lock.total;
-    if lock.kind == LockKind::Waitqueue {
+    if lock.kind.waits_and_wakes() {
         histogram(frame, left, "asleep", &s.wait_ns);
         histogram(frame, middle, "wake lat", &s.wake_latency_ns);
     } else {
@@ -89,7 +89,7 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
     .areas(right);
     let samples = app.history.samples(&lock.id);
     sparkline(frame, con, "CON %", &samples, |s| s.con_pct);
-    if lock.kind == LockKind::Waitqueue {
+    if lock.kind.waits_and_wakes() {
         sparkline(frame, util, "spurious %", &samples, |s| s.spurious_pct);
     } else {
         sparkline(frame, util, "UTIL %", &samples, |s| s.util_pct);
@@ -108,7 +108,7 @@ fn summary_lines(lock: &LockStats) -> Vec<Line<'static>> {
     };
     let mut first = Vec::new();
     let mut second = Vec::new();
-    if lock.kind == LockKind::Waitqueue {
+    if lock.kind.waits_and_wakes() {
         let per_call = if s.wake_calls == 0 {
             0.0
         } else {

@@ -131,6 +131,8 @@ fn source_label(app: &App) -> String {
         .map(|s| (s.process.pid, s.process.name.clone()))
         .or_else(|| app.peer.clone());
     let who = match process {
+        // A merged view of several processes has no pid of its own.
+        Some((0, name)) => name,
         Some((pid, name)) if !name.is_empty() => format!("{name} (pid {pid})"),
         Some((pid, _)) => format!("pid {pid}"),
         None => String::new(),

@@ -73,7 +73,7 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &mut App) {
         frame.render_widget(waiting(app), area);
         return;
     };
-    let waitqueues = snap.locks.iter().any(|l| l.kind == LockKind::Waitqueue);
+    let waitqueues = snap.locks.iter().any(|l| l.kind.waits_and_wakes());
     let marker = MARKER.chars().count() as u16;
     let (kind, cols) = columns(area.width.saturating_sub(marker), waitqueues);
 
@@ -236,6 +236,7 @@ fn kind_label(kind: LockKind) -> &'static str {
         LockKind::Rwlock => "rw",
         LockKind::Semaphore => "sem",
         LockKind::Waitqueue => "wq",
+        LockKind::Condvar => "cv",
     }
 }
 
@@ -413,7 +414,7 @@ impl RowLayout<'_> {
 /// where the column does not apply (wait queues are never held).
 fn value(metric: Metric, s: &Stats, kind: LockKind) -> String {
     let def = metric.def();
-    let wq = kind == LockKind::Waitqueue;
+    let wq = kind.waits_and_wakes();
     let applies = match def.screen.map(|c| c.applies) {
         Some(Applies::All) => true,
         Some(Applies::Held) => !wq,

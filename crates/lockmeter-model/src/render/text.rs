@@ -238,7 +238,7 @@ fn cells(kind: LockKind, s: &Stats) -> [Cell; 8] {
     let dash = || Cell::Text("-".to_string());
     let wait = pair(&s.wait_ns);
     let rject = Cell::Text(format_count(s.rejected));
-    if kind == LockKind::Waitqueue && s.acquisitions == 0 {
+    if kind.waits_and_wakes() && s.acquisitions == 0 {
         return [dash(), dash(), dash(), wait, dash(), dash(), dash(), rject];
     }
     [
@@ -269,7 +269,7 @@ fn has_waitqueue_stats(s: &Stats) -> bool {
 
 /// The second line of a wait-queue row.
 fn push_waitqueue_note(lines: &mut Vec<Line>, kind: LockKind, s: &Stats, indent: usize) {
-    if kind == LockKind::Waitqueue || has_waitqueue_stats(s) {
+    if kind.waits_and_wakes() || has_waitqueue_stats(s) {
         lines.push(Line::Note(indent, waitqueue_summary(s)));
     }
 }
@@ -309,7 +309,7 @@ fn push_total(lines: &mut Vec<Line>, locks: &[&LockStats], elapsed_ns: u64) {
     let mut wq = Stats::default();
     let mut any_wq = false;
     for lock in locks {
-        if lock.kind == LockKind::Waitqueue {
+        if lock.kind.waits_and_wakes() {
             any_wq = true;
             wq.merge(&lock.total);
         } else {

@@ -141,6 +141,9 @@ pub struct ExportConfig {
     pub(crate) client_timeout: Duration,
     pub(crate) record: Option<RecordConfig>,
     pub(crate) quiet: bool,
+    pub(crate) prometheus: Option<SocketAddr>,
+    pub(crate) prometheus_allow_remote: bool,
+    pub(crate) prometheus_top_sites: usize,
 }
 
 impl Default for ExportConfig {
@@ -154,6 +157,9 @@ impl Default for ExportConfig {
             client_timeout: Self::DEFAULT_CLIENT_TIMEOUT,
             record: None,
             quiet: false,
+            prometheus: None,
+            prometheus_allow_remote: false,
+            prometheus_top_sites: lockmeter_model::series::SiteBound::DEFAULT_TOP_SITES,
         }
     }
 }
@@ -236,6 +242,34 @@ impl ExportConfig {
         self
     }
 
+    /// Serve `GET /metrics` for Prometheus at `addr` (loopback unless
+    /// [`ExportConfig::prometheus_allow_remote`]; port 0 picks one). See
+    /// `docs/fleet.md`.
+    pub fn prometheus(mut self, addr: SocketAddr) -> Self {
+        self.prometheus = Some(addr);
+        self
+    }
+
+    /// Allow the Prometheus endpoint on a non-loopback address. It has no
+    /// authentication: anyone who can reach the port reads the lock table.
+    pub fn prometheus_allow_remote(mut self, allow: bool) -> Self {
+        self.prometheus_allow_remote = allow;
+        self
+    }
+
+    /// N: the sites per lock class ranked into series of their own at each
+    /// scrape (at least 1; at most 2N per class ever; the rest are summed
+    /// into `site="(other)"`). Default 10.
+    pub fn prometheus_top_sites(mut self, n: usize) -> Self {
+        self.prometheus_top_sites = n.max(1);
+        self
+    }
+
+    /// The Prometheus endpoint's address, if any.
+    pub fn prometheus_addr(&self) -> Option<SocketAddr> {
+        self.prometheus
+    }
+
     /// The dump path, if any (before `{pid}` expansion).
     pub fn dump_path(&self) -> Option<&Path> {
         self.dump.as_deref()
@@ -253,7 +287,10 @@ impl ExportConfig {
 
     /// Whether there is nothing to start.
     pub fn is_empty(&self) -> bool {
-        self.dump.is_none() && self.listen.is_none() && self.record.is_none()
+        self.dump.is_none()
+            && self.listen.is_none()
+            && self.record.is_none()
+            && self.prometheus.is_none()
     }
 }
 

@@ -9,6 +9,9 @@
 //!   of [`lockmeter_wire`], for `lockmeter top` and friends.
 //! - **Recordings** ([`ExportConfig::record`], `LOCKMETER_RECORD`): one
 //!   window per interval as JSON Lines.
+//! - **Prometheus** ([`ExportConfig::prometheus`], `LOCKMETER_PROMETHEUS`):
+//!   `GET /metrics` with cumulative counters and histograms per lock class
+//!   and site (`docs/fleet.md`).
 //!
 //! Everything runs on threads of its own and reads through a
 //! [`SnapshotSource`]; nothing here can panic the host program, and every
@@ -31,6 +34,7 @@ mod config;
 mod dump;
 mod endpoint;
 mod exit;
+mod prometheus;
 mod record;
 
 use std::io;
@@ -46,10 +50,12 @@ use crate::report;
 
 pub use config::{ExportConfig, ListenAddr, OnFull, RecordConfig};
 pub use dump::DumpFormat;
+pub use prometheus::PrometheusStats;
 
 use dump::{DumpWorker, SignalThread};
 use endpoint::{Counters, Endpoint, EndpointOptions};
 use exit::AtExit;
+use prometheus::{PrometheusOptions, PrometheusServer};
 use record::Recorder;
 
 /// What the export paths read from: implemented by lockmeter::Handle.
@@ -115,12 +121,35 @@ pub fn start(source: Arc<dyn SnapshotSource>, config: ExportConfig) -> Exporter 
         }
     }
 
+    let mut prometheus = None;
+    if let Some(addr) = config.prometheus {
+        let opts = PrometheusOptions {
+            addr,
+            allow_remote: config.prometheus_allow_remote,
+            top_sites: config.prometheus_top_sites,
+            max_clients: config.max_clients,
+            client_timeout: config.client_timeout,
+        };
+        match PrometheusServer::start(Arc::clone(&source), opts) {
+            Ok(server) => {
+                report::info(
+                    quiet,
+                    format_args!("Prometheus metrics on http://{}/metrics", server.addr()),
+                );
+                prometheus = Some((server.addr(), server.stats_source()));
+                parts.prometheus = Some(server);
+            }
+            Err(e) => report::warn(format_args!("Prometheus endpoint not started: {e}")),
+        }
+    }
+
     let has_parts = !parts.is_empty();
     let inner = Arc::new(Inner {
         source,
         dump_path,
         endpoint_addr,
         endpoint_counters,
+        prometheus,
         parts: Mutex::new(Some(parts)),
         exit_id: AtomicU64::new(0),
     });
@@ -176,6 +205,17 @@ impl Exporter {
         self.inner.endpoint_counters.as_ref().map(|c| c.stats())
     }
 
+    /// Where the Prometheus endpoint listens, if it runs (the real port
+    /// for port 0).
+    pub fn prometheus_addr(&self) -> Option<std::net::SocketAddr> {
+        self.inner.prometheus.as_ref().map(|(addr, _)| *addr)
+    }
+
+    /// The Prometheus endpoint's counters, if it runs.
+    pub fn prometheus_stats(&self) -> Option<PrometheusStats> {
+        self.inner.prometheus.as_ref().map(|(_, stats)| stats())
+    }
+
     /// The dump path after `{pid}` expansion, if any.
     pub fn dump_path(&self) -> Option<&Path> {
         self.inner.dump_path.as_deref()
@@ -201,6 +241,7 @@ struct Parts {
     signal: Option<SignalThread>,
     endpoint: Option<Endpoint>,
     recorder: Option<Recorder>,
+    prometheus: Option<PrometheusServer>,
 }
 
 impl Parts {
@@ -209,14 +250,19 @@ impl Parts {
             && self.signal.is_none()
             && self.endpoint.is_none()
             && self.recorder.is_none()
+            && self.prometheus.is_none()
     }
 }
+
+/// Reads the Prometheus endpoint's counters.
+type PrometheusStatsFn = Arc<dyn Fn() -> PrometheusStats + Send + Sync>;
 
 struct Inner {
     source: Arc<dyn SnapshotSource>,
     dump_path: Option<PathBuf>,
     endpoint_addr: Option<EndpointAddr>,
     endpoint_counters: Option<Arc<Counters>>,
+    prometheus: Option<(std::net::SocketAddr, PrometheusStatsFn)>,
     /// `None` once stopped (by shutdown or at exit), whichever came first.
     parts: Mutex<Option<Parts>>,
     exit_id: AtomicU64,
@@ -245,6 +291,9 @@ impl Inner {
         if let Some(ep) = parts.endpoint {
             ep.stop();
         }
+        if let Some(p) = parts.prometheus {
+            p.stop();
+        }
         if let Some(r) = parts.recorder {
             r.finish();
         }
@@ -263,6 +312,9 @@ impl AtExit for Inner {
         };
         if let Some(ep) = &parts.endpoint {
             ep.stop_at_exit();
+        }
+        if let Some(p) = &parts.prometheus {
+            p.stop_at_exit();
         }
         let recording = parts
             .recorder

@@ -54,6 +54,15 @@ impl WaitStats {
         }
     }
 
+    /// The wait was refused before it slept (a condvar met a second
+    /// mutex): it counts as given up.
+    /// Nothing more is recorded for this wait afterwards.
+    pub(crate) fn refused(&mut self) {
+        if let Some(p) = self.probe.take() {
+            p.entry().count_rejected(0, 0);
+        }
+    }
+
     /// A wake-up found the condition still false.
     pub(crate) fn spurious(&mut self) {
         if let Some(p) = &self.probe {

@@ -128,6 +128,7 @@ pub(crate) struct Entry {
     waits: Counter,
     wake_calls: Counter,
     wakeups: Counter,
+    empty_wake_calls: Counter,
     spurious_wakeups: Counter,
     exclusive_wakeups: Counter,
     max_waiters: Counter,
@@ -169,6 +170,7 @@ impl Entry {
             waits: Counter::default(),
             wake_calls: Counter::default(),
             wakeups: Counter::default(),
+            empty_wake_calls: Counter::default(),
             spurious_wakeups: Counter::default(),
             exclusive_wakeups: Counter::default(),
             max_waiters: Counter::default(),
@@ -325,6 +327,9 @@ impl Entry {
     pub(crate) fn count_wake_call(&self, waiting: u64, woken: u64, exclusive: u64) {
         self.wake_calls.add(1);
         self.wakeups.add(woken);
+        if woken == 0 {
+            self.empty_wake_calls.add(1);
+        }
         self.exclusive_wakeups.add(exclusive);
         self.max_waiters.raise_to(waiting);
     }
@@ -381,6 +386,7 @@ impl Entry {
             waits: self.waits.get(),
             wake_calls: self.wake_calls.get(),
             wakeups: self.wakeups.get(),
+            empty_wake_calls: self.empty_wake_calls.get(),
             spurious_wakeups: self.spurious_wakeups.get(),
             exclusive_wakeups: self.exclusive_wakeups.get(),
             max_waiters: self.max_waiters.get(),

@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use lockmeter_model::LockKind;
 
 pub use self::list::WakeOrder;
-use self::list::{PendingWakes, WaitList, Waiter};
+pub(crate) use self::list::{PendingWakes, WaitList, Waiter};
 use crate::class::{Class, Role};
 use crate::meter::{Meta, WaitStats, WakeCall};
 use crate::primitive::loom_const_fn;
@@ -325,8 +325,9 @@ impl<T> WaitQueue<T> {
     }
 }
 
-/// Wakes under the held lock and records the wake call at `site`.
-fn wake_locked(
+/// Wakes under the held lock and records the wake call at `site` (on a
+/// wait queue, or a condvar built on its list).
+pub(crate) fn wake_locked(
     meta: &Meta,
     list: &mut WaitList,
     key: u64,
@@ -496,7 +497,11 @@ impl<T> fmt::Debug for WaitQueue<T> {
 }
 
 /// Sleeps until signaled or `deadline`; returns whether signaled.
-fn sleep(stats: &mut WaitStats, waiter: &Arc<Waiter>, deadline: Option<Instant>) -> bool {
+pub(crate) fn sleep(
+    stats: &mut WaitStats,
+    waiter: &Arc<Waiter>,
+    deadline: Option<Instant>,
+) -> bool {
     stats.sleeping();
     waiter.parker.park(deadline)
 }

@@ -1,0 +1,175 @@
+//! What the Prometheus endpoint costs the program while it is scraped:
+//! the observed rows measured with a scraper fetching `/metrics` every
+//! second and without, alternately, in one process (`--prometheus`).
+//!
+//! Each row's own ratio (instrumented / bare, interleaved) already cancels
+//! drift between its halves; the comparison divides the ratio with the
+//! scraper on by the ratio with it off, so drift between the rounds
+//! cancels too. Goal: no row more than 3 % worse.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use crate::measure::median;
+use crate::report::{Goal, Row, Unit};
+
+/// How often a real Prometheus would scrape in the tightest usual setup.
+const SCRAPE_EVERY: Duration = Duration::from_secs(1);
+/// Rounds of (off, on); the per-row figure is the median over rounds.
+const ROUNDS: usize = 3;
+/// How much worse a row may get with the scraper on.
+const WORST: f64 = 1.03;
+
+/// A thread that GETs `/metrics` every second while switched on.
+pub struct Scraper {
+    on: Arc<AtomicBool>,
+    stop: Arc<AtomicBool>,
+    scrapes: Arc<AtomicU64>,
+    /// Wall time of every scrape, in µs.
+    times: Arc<std::sync::Mutex<Vec<u64>>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Scraper {
+    /// Starts switched off.
+    pub fn start(addr: SocketAddr) -> Scraper {
+        let on = Arc::new(AtomicBool::new(false));
+        let stop = Arc::new(AtomicBool::new(false));
+        let scrapes = Arc::new(AtomicU64::new(0));
+        let times = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (o, s, n) = (Arc::clone(&on), Arc::clone(&stop), Arc::clone(&scrapes));
+        let t = Arc::clone(&times);
+        let thread = thread::spawn(move || {
+            let mut next = Instant::now();
+            while !s.load(Ordering::Relaxed) {
+                if o.load(Ordering::Relaxed) && Instant::now() >= next {
+                    let started = Instant::now();
+                    if scrape(addr).is_ok() {
+                        n.fetch_add(1, Ordering::Relaxed);
+                        if let Ok(mut t) = t.lock() {
+                            t.push(started.elapsed().as_micros() as u64);
+                        }
+                    }
+                    next = Instant::now() + SCRAPE_EVERY;
+                }
+                thread::sleep(Duration::from_millis(20));
+            }
+        });
+        Scraper {
+            on,
+            stop,
+            scrapes,
+            times,
+            thread: Some(thread),
+        }
+    }
+
+    pub fn set(&self, on: bool) {
+        self.on.store(on, Ordering::Relaxed);
+    }
+
+    pub fn scrapes(&self) -> u64 {
+        self.scrapes.load(Ordering::Relaxed)
+    }
+
+    /// The median wall time of one scrape (request, snapshot, encoding,
+    /// response read), as a row: what the endpoint spends per second.
+    pub fn cost_row(&self) -> Row {
+        let times: Vec<f64> = self
+            .times
+            .lock()
+            .map(|t| t.iter().map(|&us| us as f64 / 1000.0).collect())
+            .unwrap_or_default();
+        let mut row = Row::new(
+            "prometheus_scrape_ms",
+            "one scrape of /metrics, wall time (median)",
+            Unit::Millis,
+            Goal::Info,
+        )
+        .note(format!("{} scrapes, one per second while on", times.len()));
+        row.instrumented = Some(median(&times)).filter(|x| x.is_finite());
+        row
+    }
+}
+
+impl Drop for Scraper {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// One scrape, read to the end: the bytes of the response.
+fn scrape(addr: SocketAddr) -> std::io::Result<usize> {
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5))?;
+    s.set_read_timeout(Some(Duration::from_secs(5)))?;
+    s.write_all(b"GET /metrics HTTP/1.0\r\nAccept: application/openmetrics-text\r\n\r\n")?;
+    let mut body = Vec::new();
+    s.read_to_end(&mut body)?;
+    if !body.starts_with(b"HTTP/1.1 200 ") {
+        return Err(std::io::Error::other("scrape refused"));
+    }
+    Ok(body.len())
+}
+
+/// Runs `rows` with the scraper off and on, alternately, and reports for
+/// each row the on/off change of its ratio.
+pub fn compare(scraper: &Scraper, rows: &mut dyn FnMut() -> Vec<Row>) -> Vec<Row> {
+    let mut off: Vec<Vec<Row>> = Vec::new();
+    let mut on: Vec<Vec<Row>> = Vec::new();
+    for round in 0..ROUNDS {
+        eprintln!("  round {}/{ROUNDS}: scraper off", round + 1);
+        scraper.set(false);
+        off.push(rows());
+        eprintln!("  round {}/{ROUNDS}: scraper on", round + 1);
+        scraper.set(true);
+        on.push(rows());
+    }
+    scraper.set(false);
+    let mut out = Vec::new();
+    for (i, first) in off[0].iter().enumerate() {
+        let pick = |runs: &[Vec<Row>], f: fn(&Row) -> Option<f64>| -> f64 {
+            median(
+                &runs
+                    .iter()
+                    .filter_map(|r| r.get(i).and_then(f))
+                    .collect::<Vec<_>>(),
+            )
+        };
+        let ratio_off = pick(&off, |r| r.ratio);
+        let ratio_on = pick(&on, |r| r.ratio);
+        // The noise floor: how far apart the rounds without a scraper are.
+        let offs: Vec<f64> = off
+            .iter()
+            .filter_map(|r| r.get(i).and_then(|r| r.ratio))
+            .collect();
+        let spread = offs.iter().copied().fold(f64::NAN, f64::max)
+            / offs.iter().copied().fold(f64::NAN, f64::min);
+        // How much worse with the scraper on: above 1 is worse.
+        let (change, goal) = match first.unit {
+            Unit::MopsPerSec => (ratio_on / ratio_off, Goal::RatioAtLeast(2.0 - WORST)),
+            _ => (ratio_on / ratio_off, Goal::RatioAtMost(WORST)),
+        };
+        let mut row = Row::new(
+            &format!("prometheus_scraped_{}", first.key),
+            &format!("{} (scraped / not)", first.label),
+            first.unit,
+            goal,
+        )
+        .note(format!(
+            "ratio: (on / bare) / (off / bare), medians of {ROUNDS} rounds; the rounds without a scraper differ by up to {:.0} %",
+            (spread - 1.0) * 100.0
+        ));
+        row.bare = Some(pick(&off, |r| r.instrumented)).filter(|x| x.is_finite());
+        row.instrumented = Some(pick(&on, |r| r.instrumented)).filter(|x| x.is_finite());
+        row.ratio = Some(change).filter(|x| x.is_finite());
+        out.push(row);
+    }
+    out
+}

@@ -1,0 +1,646 @@
+//! A metering adapter over any `lock_api` raw reader-writer lock, with
+//! parking_lot 0.12's whole `RwLock` API.
+//!
+//! Read, write and upgradable acquisitions are recorded as separate rows
+//! (the site's `mode` is `read`, `write` or `upgradable`). [`RwLock<T>`] is
+//! the drop-in for `parking_lot::RwLock<T>`.
+//!
+//! # How each path counts
+//! - `read`, `read_recursive`, `write`, `upgradable_read` and their `try_`
+//!   and timed forms: one acquisition in their mode at the caller's site.
+//! - `upgrade` (and `try_upgrade*`): a `write` acquisition at the site of
+//!   the upgrade, its wait the time readers took to leave; the upgradable
+//!   hold ends once the write lock is had. A failed try counts in RJECT.
+//! - `downgrade`, `downgrade_to_upgradable` and the upgradable guard's
+//!   `downgrade`: the hold in the old mode ends and a NOWAIT acquisition in
+//!   the new mode begins at the call site (the lock is never free between).
+//! - a guard's `unlocked(_fair)`, `bump`: as for [`Mutex`](crate::Mutex).
+
+mod guards;
+mod recursive;
+
+use std::cell::{Cell, UnsafeCell};
+use std::fmt;
+use std::panic::Location;
+
+use lock_api::{RawRwLock, RawRwLockFair, RawRwLockTimed, RawRwLockUpgrade, RawRwLockUpgradeTimed};
+use lockmeter_model::LockKind;
+
+pub use self::guards::{
+    MeteredMappedReadGuard, MeteredMappedWriteGuard, MeteredReadGuard, MeteredUpgradableReadGuard,
+    MeteredWriteGuard,
+};
+pub use self::recursive::{RawRwLockRecursive, RawRwLockRecursiveTimed};
+use crate::class::{Class, Mode};
+use crate::meter::{self, Hold, Meta};
+
+/// A reader-writer lock over the raw lock `R` that records contention per
+/// call site and mode.
+///
+/// `repr(C)`: the lock word first, then the fields written on every
+/// acquisition, on one cache line (see `MeteredMutex`).
+#[repr(C)]
+pub struct MeteredRwLock<R: RawRwLock, T: ?Sized> {
+    raw: R,
+    meta: Meta,
+    data: UnsafeCell<T>,
+}
+
+/// The drop-in replacement for `parking_lot::RwLock`.
+///
+/// # Differences from parking_lot
+/// - Guards are never `Send`, as with parking_lot's default features.
+/// - `read_recursive` and its `try_` forms exist for raw locks that
+///   implement [`RawRwLockRecursive`] (parking_lot's `RawRwLock` does);
+///   lock_api 0.5 has no such trait.
+/// - `raw()` is this crate's `lock_api` 0.5 lock and bypasses the meter.
+/// - Observed, a guard's `bump` always unlocks fairly and locks again.
+/// - `MappedRwLockReadGuard::try_map_or_else` (lock_api 0.4's name) is
+///   offered beside `try_map_or_err`.
+/// - No `arc_lock`, `serde` or `owning_ref` integrations.
+///
+/// # Examples
+///
+/// ```
+/// use lockmeter::{RwLock, RwLockUpgradableReadGuard};
+///
+/// let table = RwLock::named("routes", vec!["/"]);
+/// assert_eq!(table.read().len(), 1);
+/// table.write().push("/about");
+/// assert_eq!(table.try_read().map(|t| t.len()), Some(2));
+///
+/// let up = table.upgradable_read();
+/// if !up.contains(&"/blog") {
+///     RwLockUpgradableReadGuard::upgrade(up).push("/blog");
+/// }
+/// assert_eq!(table.read_recursive().len(), 3);
+/// ```
+pub type RwLock<T> = MeteredRwLock<parking_lot::RawRwLock, T>;
+
+/// The read guard of [`RwLock`].
+pub type RwLockReadGuard<'a, T> = MeteredReadGuard<'a, parking_lot::RawRwLock, T>;
+/// The write guard of [`RwLock`].
+pub type RwLockWriteGuard<'a, T> = MeteredWriteGuard<'a, parking_lot::RawRwLock, T>;
+/// The upgradable read guard of [`RwLock`].
+pub type RwLockUpgradableReadGuard<'a, T> =
+    MeteredUpgradableReadGuard<'a, parking_lot::RawRwLock, T>;
+/// A [`RwLockReadGuard`] narrowed by `map`.
+pub type MappedRwLockReadGuard<'a, T> = MeteredMappedReadGuard<'a, parking_lot::RawRwLock, T>;
+/// A [`RwLockWriteGuard`] narrowed by `map`.
+pub type MappedRwLockWriteGuard<'a, T> = MeteredMappedWriteGuard<'a, parking_lot::RawRwLock, T>;
+
+/// A [`RwLock`] in a `const` or `static` (parking_lot's `const_rwlock`);
+/// its class is the call site.
+#[track_caller]
+pub const fn const_rwlock<T>(val: T) -> RwLock<T> {
+    RwLock::from_class(Class::new(None, Location::caller()), val)
+}
+
+// SAFETY: readers share `&T` (needs Sync), writers get `&mut T` (needs Send).
+unsafe impl<R: RawRwLock + Send, T: ?Sized + Send> Send for MeteredRwLock<R, T> {}
+// SAFETY: as above.
+unsafe impl<R: RawRwLock + Sync, T: ?Sized + Send + Sync> Sync for MeteredRwLock<R, T> {}
+
+impl<R: RawRwLock, T> MeteredRwLock<R, T> {
+    /// A lock whose class is its creation site.
+    #[track_caller]
+    pub const fn new(value: T) -> Self {
+        Self::from_class(Class::new(None, Location::caller()), value)
+    }
+
+    /// A lock of the class `name`.
+    #[track_caller]
+    pub const fn named(name: &'static str, value: T) -> Self {
+        Self::from_class(Class::new(Some(name), Location::caller()), value)
+    }
+
+    /// A lock over an existing raw lock (lock_api's `const_new`).
+    #[track_caller]
+    pub const fn const_new(raw: R, value: T) -> Self {
+        Self::from_raw(raw, value)
+    }
+
+    /// A lock over an existing raw lock (lock_api's `from_raw`).
+    #[track_caller]
+    pub const fn from_raw(raw: R, value: T) -> Self {
+        MeteredRwLock {
+            raw,
+            meta: Meta::new(Class::new(None, Location::caller()), LockKind::Rwlock),
+            data: UnsafeCell::new(value),
+        }
+    }
+
+    const fn from_class(class: Class, value: T) -> Self {
+        MeteredRwLock {
+            raw: R::INIT,
+            meta: Meta::new(class, LockKind::Rwlock),
+            data: UnsafeCell::new(value),
+        }
+    }
+
+    /// Consumes the lock, returning the data.
+    pub fn into_inner(self) -> T {
+        self.data.into_inner()
+    }
+}
+
+impl<R: RawRwLock, T: ?Sized> MeteredRwLock<R, T> {
+    /// Acquires shared read access, blocking while a writer holds the lock.
+    #[track_caller]
+    #[inline]
+    pub fn read(&self) -> MeteredReadGuard<'_, R, T> {
+        let (raw, hold) = self.read_at(Location::caller());
+        MeteredReadGuard::new(self, raw, hold)
+    }
+
+    #[inline]
+    pub(crate) fn read_at(&self, site: &'static Location<'static>) -> (R::SharedGuard, Hold) {
+        meter::acquire(
+            &self.meta,
+            site,
+            Mode::Read,
+            || self.raw.lock_shared(),
+            || self.raw.try_lock_shared(),
+            || (self.raw.lock_shared(), 0, 0),
+        )
+    }
+
+    /// Acquires exclusive write access, blocking until no one holds the lock.
+    #[track_caller]
+    #[inline]
+    pub fn write(&self) -> MeteredWriteGuard<'_, R, T> {
+        let (raw, hold) = self.write_at(Location::caller());
+        MeteredWriteGuard::new(self, raw, hold)
+    }
+
+    #[inline]
+    pub(crate) fn write_at(&self, site: &'static Location<'static>) -> (R::ExclusiveGuard, Hold) {
+        meter::acquire(
+            &self.meta,
+            site,
+            Mode::Write,
+            || self.raw.lock_exclusive(),
+            || self.raw.try_lock_exclusive(),
+            || (self.raw.lock_exclusive(), 0, 0),
+        )
+    }
+
+    /// Read access if available now; a failure counts in RJECT.
+    #[track_caller]
+    #[inline]
+    pub fn try_read(&self) -> Option<MeteredReadGuard<'_, R, T>> {
+        meter::try_acquire(&self.meta, Location::caller(), Mode::Read, || {
+            self.raw.try_lock_shared()
+        })
+        .map(|(raw, hold)| MeteredReadGuard::new(self, raw, hold))
+    }
+
+    /// Write access if available now; a failure counts in RJECT.
+    #[track_caller]
+    #[inline]
+    pub fn try_write(&self) -> Option<MeteredWriteGuard<'_, R, T>> {
+        meter::try_acquire(&self.meta, Location::caller(), Mode::Write, || {
+            self.raw.try_lock_exclusive()
+        })
+        .map(|(raw, hold)| MeteredWriteGuard::new(self, raw, hold))
+    }
+
+    /// A NOWAIT acquisition in `mode` at `site` of a lock already had
+    /// (after a downgrade): counted, hold timed when sampled.
+    pub(crate) fn begin_held<G>(
+        &self,
+        mode: Mode,
+        site: &'static Location<'static>,
+        held: G,
+    ) -> (G, Hold) {
+        let mut held = Some(held);
+        meter::try_acquire(&self.meta, site, mode, || held.take())
+            .expect("a lock already held is acquired at the first attempt")
+    }
+
+    /// Whether anyone holds the lock right now.
+    pub fn is_locked(&self) -> bool {
+        self.raw.is_locked()
+    }
+
+    /// Whether a writer holds the lock right now.
+    pub fn is_locked_exclusive(&self) -> bool {
+        self.raw.is_locked_exclusive()
+    }
+
+    /// Mutable access without locking: `&mut self` proves exclusivity.
+    pub fn get_mut(&mut self) -> &mut T {
+        self.data.get_mut()
+    }
+
+    /// A raw pointer to the data.
+    pub fn data_ptr(&self) -> *mut T {
+        self.data.get()
+    }
+
+    /// The raw lock. Acquisitions made through it are not metered.
+    ///
+    /// # Safety
+    /// Unlocking the raw lock while a guard of this lock exists is
+    /// undefined behaviour, as in lock_api.
+    pub unsafe fn raw(&self) -> &R {
+        &self.raw
+    }
+
+    /// A read guard for a shared lock taken some other way; not counted,
+    /// not timed.
+    ///
+    /// # Safety
+    /// The current context must hold a shared lock no guard accounts for.
+    pub unsafe fn make_read_guard_unchecked(&self) -> MeteredReadGuard<'_, R, T>
+    where
+        R::SharedGuard: Default,
+    {
+        MeteredReadGuard::new(self, Default::default(), Hold::NONE)
+    }
+
+    /// A write guard for an exclusive lock taken some other way; not
+    /// counted, not timed.
+    ///
+    /// # Safety
+    /// The current context must hold the exclusive lock, with no guard.
+    pub unsafe fn make_write_guard_unchecked(&self) -> MeteredWriteGuard<'_, R, T>
+    where
+        R::ExclusiveGuard: Default,
+    {
+        MeteredWriteGuard::new(self, Default::default(), Hold::NONE)
+    }
+
+    /// Releases a shared lock whose guard was forgotten; that hold is
+    /// never recorded.
+    ///
+    /// # Safety
+    /// A shared lock must be held through a forgotten guard.
+    pub unsafe fn force_unlock_read(&self)
+    where
+        R::SharedGuard: Default,
+    {
+        // SAFETY: the caller promises a shared lock whose guard is gone.
+        unsafe { self.raw.unlock_shared(Default::default()) }
+    }
+
+    /// Releases an exclusive lock whose guard was forgotten; that hold is
+    /// never recorded.
+    ///
+    /// # Safety
+    /// The exclusive lock must be held through a forgotten guard.
+    pub unsafe fn force_unlock_write(&self)
+    where
+        R::ExclusiveGuard: Default,
+    {
+        // SAFETY: the caller promises the write lock whose guard is gone.
+        unsafe { self.raw.unlock_exclusive(Default::default()) }
+    }
+}
+
+impl<R: RawRwLockFair, T: ?Sized> MeteredRwLock<R, T> {
+    /// [`force_unlock_read`](Self::force_unlock_read), unlocking fairly.
+    ///
+    /// # Safety
+    /// As for `force_unlock_read`.
+    pub unsafe fn force_unlock_read_fair(&self)
+    where
+        R::SharedGuard: Default,
+    {
+        // SAFETY: as in `force_unlock_read`.
+        unsafe { self.raw.unlock_shared_fair(Default::default()) }
+    }
+
+    /// [`force_unlock_write`](Self::force_unlock_write), unlocking fairly.
+    ///
+    /// # Safety
+    /// As for `force_unlock_write`.
+    pub unsafe fn force_unlock_write_fair(&self)
+    where
+        R::ExclusiveGuard: Default,
+    {
+        // SAFETY: as in `force_unlock_write`.
+        unsafe { self.raw.unlock_exclusive_fair(Default::default()) }
+    }
+}
+
+impl<R: RawRwLockTimed, T: ?Sized> MeteredRwLock<R, T> {
+    /// Read access, giving up after `timeout` (counted in RJECT).
+    #[track_caller]
+    pub fn try_read_for(&self, timeout: R::Duration) -> Option<MeteredReadGuard<'_, R, T>> {
+        meter::acquire_timed(
+            &self.meta,
+            Location::caller(),
+            Mode::Read,
+            || self.raw.try_lock_shared(),
+            || (self.raw.try_lock_shared_for(timeout), 0, 0),
+        )
+        .map(|(raw, hold)| MeteredReadGuard::new(self, raw, hold))
+    }
+
+    /// Write access, giving up after `timeout` (counted in RJECT).
+    #[track_caller]
+    pub fn try_write_for(&self, timeout: R::Duration) -> Option<MeteredWriteGuard<'_, R, T>> {
+        meter::acquire_timed(
+            &self.meta,
+            Location::caller(),
+            Mode::Write,
+            || self.raw.try_lock_exclusive(),
+            || (self.raw.try_lock_exclusive_for(timeout), 0, 0),
+        )
+        .map(|(raw, hold)| MeteredWriteGuard::new(self, raw, hold))
+    }
+
+    /// Read access, giving up at `deadline` (counted in RJECT).
+    #[track_caller]
+    pub fn try_read_until(&self, deadline: R::Instant) -> Option<MeteredReadGuard<'_, R, T>> {
+        meter::acquire_timed(
+            &self.meta,
+            Location::caller(),
+            Mode::Read,
+            || self.raw.try_lock_shared(),
+            || (self.raw.try_lock_shared_until(deadline), 0, 0),
+        )
+        .map(|(raw, hold)| MeteredReadGuard::new(self, raw, hold))
+    }
+
+    /// Write access, giving up at `deadline` (counted in RJECT).
+    #[track_caller]
+    pub fn try_write_until(&self, deadline: R::Instant) -> Option<MeteredWriteGuard<'_, R, T>> {
+        meter::acquire_timed(
+            &self.meta,
+            Location::caller(),
+            Mode::Write,
+            || self.raw.try_lock_exclusive(),
+            || (self.raw.try_lock_exclusive_until(deadline), 0, 0),
+        )
+        .map(|(raw, hold)| MeteredWriteGuard::new(self, raw, hold))
+    }
+}
+
+impl<R: RawRwLockRecursive, T: ?Sized> MeteredRwLock<R, T> {
+    /// Read access that does not queue behind a waiting writer, so a
+    /// thread that already reads cannot deadlock by reading again. Counted
+    /// in the `read` rows.
+    #[track_caller]
+    #[inline]
+    pub fn read_recursive(&self) -> MeteredReadGuard<'_, R, T> {
+        let (raw, hold) = meter::acquire(
+            &self.meta,
+            Location::caller(),
+            Mode::Read,
+            || self.raw.lock_shared_recursive(),
+            || self.raw.try_lock_shared_recursive(),
+            || (self.raw.lock_shared_recursive(), 0, 0),
+        );
+        MeteredReadGuard::new(self, raw, hold)
+    }
+
+    /// [`read_recursive`](Self::read_recursive) if available now; a failure
+    /// counts in RJECT.
+    #[track_caller]
+    pub fn try_read_recursive(&self) -> Option<MeteredReadGuard<'_, R, T>> {
+        meter::try_acquire(&self.meta, Location::caller(), Mode::Read, || {
+            self.raw.try_lock_shared_recursive()
+        })
+        .map(|(raw, hold)| MeteredReadGuard::new(self, raw, hold))
+    }
+}
+
+impl<R: RawRwLockRecursiveTimed, T: ?Sized> MeteredRwLock<R, T> {
+    /// [`read_recursive`](Self::read_recursive), giving up after `timeout`.
+    #[track_caller]
+    pub fn try_read_recursive_for(
+        &self,
+        timeout: R::Duration,
+    ) -> Option<MeteredReadGuard<'_, R, T>> {
+        meter::acquire_timed(
+            &self.meta,
+            Location::caller(),
+            Mode::Read,
+            || self.raw.try_lock_shared_recursive(),
+            || (self.raw.try_lock_shared_recursive_for(timeout), 0, 0),
+        )
+        .map(|(raw, hold)| MeteredReadGuard::new(self, raw, hold))
+    }
+
+    /// [`read_recursive`](Self::read_recursive), giving up at `deadline`.
+    #[track_caller]
+    pub fn try_read_recursive_until(
+        &self,
+        deadline: R::Instant,
+    ) -> Option<MeteredReadGuard<'_, R, T>> {
+        meter::acquire_timed(
+            &self.meta,
+            Location::caller(),
+            Mode::Read,
+            || self.raw.try_lock_shared_recursive(),
+            || (self.raw.try_lock_shared_recursive_until(deadline), 0, 0),
+        )
+        .map(|(raw, hold)| MeteredReadGuard::new(self, raw, hold))
+    }
+}
+
+impl<R: RawRwLockUpgrade, T: ?Sized> MeteredRwLock<R, T> {
+    /// Shared access that can later be upgraded to write access; only one
+    /// upgradable reader at a time, beside any number of plain readers.
+    #[track_caller]
+    #[inline]
+    pub fn upgradable_read(&self) -> MeteredUpgradableReadGuard<'_, R, T> {
+        let (raw, hold) = self.upgradable_at(Location::caller());
+        MeteredUpgradableReadGuard::new(self, raw, hold)
+    }
+
+    #[inline]
+    pub(crate) fn upgradable_at(
+        &self,
+        site: &'static Location<'static>,
+    ) -> (R::UpgradableGuard, Hold) {
+        meter::acquire(
+            &self.meta,
+            site,
+            Mode::Upgradable,
+            || self.raw.lock_upgradable(),
+            || self.raw.try_lock_upgradable(),
+            || (self.raw.lock_upgradable(), 0, 0),
+        )
+    }
+
+    /// Upgradable access if available now; a failure counts in RJECT.
+    #[track_caller]
+    pub fn try_upgradable_read(&self) -> Option<MeteredUpgradableReadGuard<'_, R, T>> {
+        meter::try_acquire(&self.meta, Location::caller(), Mode::Upgradable, || {
+            self.raw.try_lock_upgradable()
+        })
+        .map(|(raw, hold)| MeteredUpgradableReadGuard::new(self, raw, hold))
+    }
+
+    /// An upgradable guard for a lock taken some other way; not counted,
+    /// not timed.
+    ///
+    /// # Safety
+    /// The current context must hold an upgradable lock with no guard.
+    pub unsafe fn make_upgradable_guard_unchecked(&self) -> MeteredUpgradableReadGuard<'_, R, T>
+    where
+        R::UpgradableGuard: Default,
+    {
+        MeteredUpgradableReadGuard::new(self, Default::default(), Hold::NONE)
+    }
+
+    /// One metered upgrade of `up` at `site`: a `write` acquisition.
+    pub(crate) fn upgrade_at(
+        &self,
+        up: R::UpgradableGuard,
+        site: &'static Location<'static>,
+    ) -> (R::ExclusiveGuard, Hold) {
+        let slot = Cell::new(Some(up));
+        let take = || slot.take().expect("the upgradable guard is used once");
+        meter::acquire(
+            &self.meta,
+            site,
+            Mode::Write,
+            // SAFETY: `take()` is this guard's upgradable lock, held.
+            || unsafe { self.raw.upgrade(take()) },
+            // SAFETY: as above; a failed try gives the guard back.
+            || match unsafe { self.raw.try_upgrade(take()) } {
+                Ok(w) => Some(w),
+                Err(up) => {
+                    slot.set(Some(up));
+                    None
+                }
+            },
+            // SAFETY: as above.
+            || (unsafe { self.raw.upgrade(take()) }, 0, 0),
+        )
+    }
+
+    /// One metered try-upgrade at `site`; gives `up` back on failure.
+    pub(crate) fn try_upgrade_at(
+        &self,
+        up: R::UpgradableGuard,
+        site: &'static Location<'static>,
+    ) -> Result<(R::ExclusiveGuard, Hold), R::UpgradableGuard> {
+        let slot = Cell::new(Some(up));
+        let got = meter::try_acquire(&self.meta, site, Mode::Write, || {
+            let up = slot.take()?;
+            // SAFETY: `up` is this guard's upgradable lock, held.
+            match unsafe { self.raw.try_upgrade(up) } {
+                Ok(w) => Some(w),
+                Err(up) => {
+                    slot.set(Some(up));
+                    None
+                }
+            }
+        });
+        got.ok_or_else(|| {
+            slot.take()
+                .expect("a failed try-upgrade gives the guard back")
+        })
+    }
+}
+
+impl<R: RawRwLockUpgradeTimed, T: ?Sized> MeteredRwLock<R, T> {
+    /// Upgradable access, giving up after `timeout` (counted in RJECT).
+    #[track_caller]
+    pub fn try_upgradable_read_for(
+        &self,
+        timeout: R::Duration,
+    ) -> Option<MeteredUpgradableReadGuard<'_, R, T>> {
+        meter::acquire_timed(
+            &self.meta,
+            Location::caller(),
+            Mode::Upgradable,
+            || self.raw.try_lock_upgradable(),
+            || (self.raw.try_lock_upgradable_for(timeout), 0, 0),
+        )
+        .map(|(raw, hold)| MeteredUpgradableReadGuard::new(self, raw, hold))
+    }
+
+    /// Upgradable access, giving up at `deadline` (counted in RJECT).
+    #[track_caller]
+    pub fn try_upgradable_read_until(
+        &self,
+        deadline: R::Instant,
+    ) -> Option<MeteredUpgradableReadGuard<'_, R, T>> {
+        meter::acquire_timed(
+            &self.meta,
+            Location::caller(),
+            Mode::Upgradable,
+            || self.raw.try_lock_upgradable(),
+            || (self.raw.try_lock_upgradable_until(deadline), 0, 0),
+        )
+        .map(|(raw, hold)| MeteredUpgradableReadGuard::new(self, raw, hold))
+    }
+
+    /// One metered timed upgrade at `site`: `wait` is called with the raw
+    /// lock and `up`, and tries to upgrade until its deadline.
+    pub(crate) fn try_upgrade_timed_at(
+        &self,
+        up: R::UpgradableGuard,
+        site: &'static Location<'static>,
+        wait: impl FnOnce(&R, R::UpgradableGuard) -> Result<R::ExclusiveGuard, R::UpgradableGuard>,
+    ) -> Result<(R::ExclusiveGuard, Hold), R::UpgradableGuard> {
+        let slot = Cell::new(Some(up));
+        let got = meter::acquire_timed(
+            &self.meta,
+            site,
+            Mode::Write,
+            || {
+                let up = slot.take()?;
+                // SAFETY: `up` is this guard's upgradable lock, held.
+                match unsafe { self.raw.try_upgrade(up) } {
+                    Ok(w) => Some(w),
+                    Err(up) => {
+                        slot.set(Some(up));
+                        None
+                    }
+                }
+            },
+            || {
+                let Some(up) = slot.take() else {
+                    return (None, 0, 0);
+                };
+                match wait(&self.raw, up) {
+                    Ok(w) => (Some(w), 0, 0),
+                    Err(up) => {
+                        slot.set(Some(up));
+                        (None, 0, 0)
+                    }
+                }
+            },
+        );
+        got.ok_or_else(|| slot.take().expect("a failed upgrade gives the guard back"))
+    }
+}
+
+impl<R: RawRwLock, T: Default> Default for MeteredRwLock<R, T> {
+    #[track_caller]
+    fn default() -> Self {
+        Self::new(T::default())
+    }
+}
+
+impl<R: RawRwLock, T> From<T> for MeteredRwLock<R, T> {
+    #[track_caller]
+    fn from(value: T) -> Self {
+        Self::new(value)
+    }
+}
+
+impl<R: RawRwLock, T: ?Sized + fmt::Debug> fmt::Debug for MeteredRwLock<R, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut d = f.debug_struct("RwLock");
+        match self.raw.try_lock_shared() {
+            Some(g) => {
+                // SAFETY: we hold a read lock until `unlock_shared` below.
+                d.field("data", &unsafe { &*self.data.get() });
+                // SAFETY: `g` is the state of the acquisition just made.
+                unsafe { self.raw.unlock_shared(g) };
+            }
+            None => {
+                d.field("data", &format_args!("<locked>"));
+            }
+        }
+        d.finish()
+    }
+}

@@ -1,0 +1,233 @@
+//! `lockmeter table --all` and `lockmeter table PID PID ...` over four real
+//! processes of one program (`crates/lockmeter/examples/endpoint_demo.rs`
+//! with `LOCKMETER_LISTEN=1`, each taking `demo.counter` a known number of
+//! times): one table in every format whose lock row is the exact sum and
+//! whose call-site rows are one per process, still printed when one process
+//! has been killed or a target never answers.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+
+use common::scratch;
+use lockmeter_model::Snapshot;
+
+const LOCK: &str = "demo.counter";
+
+/// The endpoint demo, built into this workspace's target directory.
+fn demo_exe() -> PathBuf {
+    let test_exe = std::env::current_exe().unwrap();
+    let profile_dir = test_exe
+        .parent()
+        .and_then(Path::parent)
+        .unwrap()
+        .to_path_buf();
+    let mut cargo = Command::new(env!("CARGO"));
+    cargo.args([
+        "build",
+        "--quiet",
+        "-p",
+        "lockmeter",
+        "--example",
+        "endpoint_demo",
+    ]);
+    if profile_dir.ends_with("release") {
+        cargo.arg("--release");
+    }
+    if let Some(target_dir) = profile_dir.parent() {
+        cargo.env("CARGO_TARGET_DIR", target_dir);
+    }
+    assert!(
+        cargo.status().unwrap().success(),
+        "building endpoint_demo failed"
+    );
+    profile_dir.join("examples").join("endpoint_demo")
+}
+
+/// Four demo processes listening in `runtime`, ready; their pids and counts.
+struct Fleet {
+    children: Vec<Child>,
+    counts: Vec<u64>,
+}
+
+impl Fleet {
+    fn start(runtime: &Path, counts: &[u64]) -> Fleet {
+        let exe = demo_exe();
+        let mut children = Vec::new();
+        for n in counts {
+            let mut child = Command::new(&exe)
+                .args([n.to_string(), "2".to_string()])
+                .env("LOCKMETER_LISTEN", "1")
+                .env("LOCKMETER_QUIET", "1")
+                .env("XDG_RUNTIME_DIR", runtime)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap();
+            let mut line = String::new();
+            BufReader::new(child.stdout.take().unwrap())
+                .read_line(&mut line)
+                .unwrap();
+            assert_eq!(line.trim(), format!("ready {n}"));
+            children.push(child);
+        }
+        // Ready means counted; the socket is bound before the work starts.
+        Fleet {
+            children,
+            counts: counts.to_vec(),
+        }
+    }
+
+    fn pid(&self, i: usize) -> u32 {
+        self.children[i].id()
+    }
+
+    fn kill(&mut self, i: usize) {
+        let _ = self.children[i].kill();
+        let _ = self.children[i].wait();
+    }
+}
+
+impl Drop for Fleet {
+    fn drop(&mut self) {
+        for c in &mut self.children {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+fn lockmeter(runtime: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_lockmeter"))
+        .args(args)
+        .env("XDG_RUNTIME_DIR", runtime)
+        .output()
+        .expect("run lockmeter")
+}
+
+fn private_runtime(tag: &str) -> PathBuf {
+    let dir = scratch(tag);
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    dir
+}
+
+fn json(out: &Output) -> Snapshot {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    lockmeter_model::parse_snapshot(&String::from_utf8_lossy(&out.stdout)).unwrap()
+}
+
+/// (site, acquisitions) of the lock's call-site rows, sorted.
+fn per_process(snap: &Snapshot) -> Vec<(String, u64)> {
+    let mut v: Vec<(String, u64)> = snap
+        .lock(LOCK)
+        .unwrap()
+        .sites
+        .iter()
+        .map(|s| (s.site.clone(), s.stats.acquisitions))
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn all_four_processes_sum_exactly_in_every_format() {
+    let runtime = private_runtime("fleet-all");
+    let fleet = Fleet::start(&runtime, &[1000, 2000, 3000, 4000]);
+    let snap = json(&lockmeter(
+        &runtime,
+        &["table", "--all", "--format", "json"],
+    ));
+    let lock = snap.lock(LOCK).unwrap();
+    assert_eq!(lock.total.acquisitions, 10_000);
+    assert_eq!(lock.instances, 4);
+    let rows = per_process(&snap);
+    assert_eq!(rows.len(), 4, "{rows:?}");
+    for (i, n) in fleet.counts.iter().enumerate() {
+        let pid = format!("@ pid {}", fleet.pid(i));
+        let row = rows.iter().find(|(s, _)| s.ends_with(&pid)).unwrap();
+        assert_eq!(row.1, *n, "{pid}");
+    }
+    assert!(
+        snap.process.name.starts_with("4 processes (endpoint_demo)"),
+        "{}",
+        snap.process.name
+    );
+
+    let text = lockmeter(&runtime, &["table", "--all"]);
+    assert!(text.status.success());
+    let text = String::from_utf8_lossy(&text.stdout);
+    let lock_line = text
+        .lines()
+        .find(|l| l.contains("demo.counter (mutex"))
+        .unwrap();
+    assert!(lock_line.contains(" 10000 "), "{text}");
+    assert_eq!(text.matches("@ pid ").count(), 4, "{text}");
+
+    let csv = lockmeter(&runtime, &["table", "--all", "--format", "csv"]);
+    let csv = String::from_utf8_lossy(&csv.stdout);
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let col = header.iter().position(|h| *h == "acquisitions").unwrap();
+    let lock_row: Vec<&str> = csv
+        .lines()
+        .find(|l| l.starts_with("lock,"))
+        .unwrap()
+        .split(',')
+        .collect();
+    assert_eq!(lock_row[col], "10000");
+    assert_eq!(csv.lines().filter(|l| l.starts_with("site,")).count(), 4);
+
+    // Several pids as targets: the same sum over the ones given.
+    let (a, b) = (fleet.pid(1).to_string(), fleet.pid(3).to_string());
+    let two = json(&lockmeter(&runtime, &["table", &a, &b, "--format", "json"]));
+    assert_eq!(two.lock(LOCK).unwrap().total.acquisitions, 6000);
+    let _ = std::fs::remove_dir_all(&runtime);
+}
+
+#[test]
+fn a_killed_process_and_a_silent_target_are_marked_not_fatal() {
+    let runtime = private_runtime("fleet-kill");
+    let mut fleet = Fleet::start(&runtime, &[100, 200, 300, 400]);
+    let pids: Vec<String> = (0..4).map(|i| fleet.pid(i).to_string()).collect();
+    fleet.kill(2);
+    let mut args = vec!["table"];
+    args.extend(pids.iter().map(String::as_str));
+    args.extend(["tcp://127.0.0.1:1", "--format", "json"]);
+    let out = lockmeter(&runtime, &args);
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    let snap = json(&out);
+    assert_eq!(snap.lock(LOCK).unwrap().total.acquisitions, 700);
+    assert_eq!(per_process(&snap).len(), 3);
+    assert!(snap.process.name.contains("gone:"), "{}", snap.process.name);
+    assert!(
+        snap.process.name.contains("tcp://127.0.0.1:1"),
+        "{}",
+        snap.process.name
+    );
+    assert_eq!(stderr.matches("no answer").count(), 2, "{stderr}");
+    assert!(stderr.contains(&format!("{}.sock", pids[2])), "{stderr}");
+
+    // --all skips the dead one's socket (removed as stale) and sums the rest.
+    let all = json(&lockmeter(
+        &runtime,
+        &["table", "--all", "--format", "json"],
+    ));
+    assert_eq!(all.lock(LOCK).unwrap().total.acquisitions, 700);
+
+    // Nobody answering is an error, said once.
+    let out = lockmeter(
+        &runtime,
+        &["table", "tcp://127.0.0.1:1", "tcp://127.0.0.1:2"],
+    );
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("none of the 2 processes answered"), "{err}");
+    let _ = std::fs::remove_dir_all(&runtime);
+}
