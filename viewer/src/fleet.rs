@@ -292,7 +292,7 @@ mod tests {
         };
         s.locks.push(LockStats {
             id: "l".into(),
-            name: "l".into(),
+            display_name: None,
             kind: LockKind::Mutex,
             created_at: "a.rs:1:1".into(),
             instances: 1,

@@ -16,6 +16,10 @@ use crate::state::playback::interval;
 use crate::state::{Feed, Frame};
 
 /// A file's contents.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "one per opened file, moved once; boxing would only add an allocation"
+)]
 #[derive(Debug)]
 pub enum Loaded {
     Dump(Snapshot),
@@ -73,6 +77,10 @@ fn read_recording(text: &str) -> Result<Loaded, ReadError> {
 }
 
 /// A source the event loop polls.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "one for the whole session; boxing would only add an indirection"
+)]
 pub enum Source {
     /// A file: everything was loaded up front.
     Static,

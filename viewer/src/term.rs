@@ -56,12 +56,67 @@ impl Drop for TerminalGuard {
 }
 
 /// Leaves TUI mode if it is on. Safe to call any number of times.
+///
+/// Raw mode goes first, then the alternate screen: whoever sees the normal
+/// screen back (a user, a script watching the terminal) may type at once,
+/// and must find the terminal cooked already. The other order leaves a
+/// window in which the shell's screen is back but the tty is still raw.
 pub fn restore() {
     if ACTIVE.swap(false, Ordering::SeqCst) {
+        restore_with(&mut Crossterm);
+    }
+}
+
+/// The two halves of restoring, apart so that their order can be tested.
+trait Tty {
+    /// Back to the terminal mode from before raw mode.
+    fn leave_raw_mode(&mut self) -> io::Result<()>;
+    /// Mouse capture off, normal screen, cursor shown, flushed.
+    fn leave_screen(&mut self) -> io::Result<()>;
+}
+
+/// How often an interrupted `tcsetattr` is retried (a signal arriving
+/// while restoring, SIGTERM's own follow-ups included).
+const RAW_MODE_ATTEMPTS: usize = 5;
+
+fn restore_with(tty: &mut impl Tty) {
+    for _ in 0..RAW_MODE_ATTEMPTS {
+        match tty.leave_raw_mode() {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            _ => break,
+        }
+    }
+    pause_between_halves();
+    let _ = tty.leave_screen();
+}
+
+/// A test hook: `LOCKMETER_TEST_RESTORE_PAUSE_MS` holds the terminal
+/// between the two halves of restoring, so that `viewer/tests/tmux_demo.sh`
+/// can look at the state in between (the window is microseconds wide
+/// otherwise). Unset, it costs one environment lookup at exit.
+fn pause_between_halves() {
+    let ms = std::env::var("LOCKMETER_TEST_RESTORE_PAUSE_MS")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        .unwrap_or(0)
+        .min(5_000);
+    if ms > 0 {
+        std::thread::sleep(std::time::Duration::from_millis(ms));
+    }
+}
+
+/// The real terminal.
+struct Crossterm;
+
+impl Tty for Crossterm {
+    fn leave_raw_mode(&mut self) -> io::Result<()> {
+        disable_raw_mode()
+    }
+
+    fn leave_screen(&mut self) -> io::Result<()> {
         let mut stdout = io::stdout();
-        let _ = execute!(stdout, DisableMouseCapture, LeaveAlternateScreen, Show);
-        let _ = disable_raw_mode();
-        let _ = stdout.flush();
+        execute!(stdout, DisableMouseCapture, LeaveAlternateScreen, Show)?;
+        stdout.flush()
     }
 }
 
@@ -75,4 +130,50 @@ fn install_panic_hook() {
             previous(info);
         }));
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Records the calls; fails `leave_raw_mode` with EINTR `interrupts`
+    /// times first.
+    #[derive(Default)]
+    struct Fake {
+        calls: Vec<&'static str>,
+        interrupts: usize,
+    }
+
+    impl Tty for Fake {
+        fn leave_raw_mode(&mut self) -> io::Result<()> {
+            self.calls.push("raw");
+            if self.interrupts > 0 {
+                self.interrupts -= 1;
+                return Err(io::ErrorKind::Interrupted.into());
+            }
+            Ok(())
+        }
+
+        fn leave_screen(&mut self) -> io::Result<()> {
+            self.calls.push("screen");
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn raw_mode_is_left_before_the_screen_is_given_back() {
+        let mut t = Fake::default();
+        restore_with(&mut t);
+        assert_eq!(t.calls, ["raw", "screen"]);
+    }
+
+    #[test]
+    fn an_interrupted_raw_mode_reset_is_retried() {
+        let mut t = Fake {
+            interrupts: 2,
+            ..Fake::default()
+        };
+        restore_with(&mut t);
+        assert_eq!(t.calls, ["raw", "raw", "raw", "screen"]);
+    }
 }

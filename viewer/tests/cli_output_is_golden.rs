@@ -159,6 +159,33 @@ fn diff_csv_and_json() {
     golden("diff_bkl.json", &json);
 }
 
+/// Why `diff_bkl.json` changed in its last digits when CON became a method:
+/// the fixture's site has 660 of 700 acquisitions contended and stores
+/// `"con_pct": 94.28571428571429`, which is `100 * 660 / 700` exactly. The
+/// old golden said `94.28571428571428`: the stored text read back through
+/// serde_json's fast (not correctly rounded) float parser, one ULP off.
+/// Computing CON from the counts gives the fixture's own value.
+#[test]
+fn the_diffs_con_is_the_fixtures_own_value_not_a_misparse_of_it() {
+    let stored = std::fs::read_to_string(fixture("bkl_before.json")).unwrap();
+    assert!(stored.contains("\"con_pct\": 94.28571428571429"));
+    let exact = 100.0 * 660.0 / 700.0_f64;
+    assert_eq!(serde_json::to_string(&exact).unwrap(), "94.28571428571429");
+    let misread: f64 = serde_json::from_str("94.28571428571429").unwrap();
+    assert_eq!(
+        serde_json::to_string(&misread).unwrap(),
+        "94.28571428571428"
+    );
+    let json = run_ok(&[
+        "diff",
+        &fixture("bkl_before.json"),
+        &fixture("bkl_after.json"),
+        "--format",
+        "json",
+    ]);
+    assert!(json.contains("\"before\": 94.28571428571429"), "{json}");
+}
+
 #[test]
 fn advisory_thresholds_come_from_flags() {
     let quiet = run_ok(&[

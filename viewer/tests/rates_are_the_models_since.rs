@@ -6,32 +6,20 @@
 //! and matched the last of two rows with one id where the model matches
 //! the first.
 
-use lockmeter_model::dist::{bucket_index, BUCKETS};
 use lockmeter_model::{Dist, LockKind, LockStats, ProcessInfo, SiteStats, Snapshot, Stats, Window};
 use lockmeter_viewer::state::playback::frames_from;
 
-fn dist(values: &[u64]) -> Dist {
-    let mut counts = vec![0u64; BUCKETS];
-    for &v in values {
-        counts[bucket_index(v)] += 1;
-    }
-    let min = values.iter().copied().min().unwrap_or(0);
-    let max = values.iter().copied().max().unwrap_or(0);
-    Dist::from_buckets(&counts, values.len() as u64, values.iter().sum(), min, max)
-}
-
-fn lock(id: &str, acquisitions: u64, holds: &[u64], hold_timed: u64, elapsed: u64) -> LockStats {
-    let mut stats = Stats {
+fn lock(id: &str, acquisitions: u64, holds: &[u64], hold_timed: u64) -> LockStats {
+    let stats = Stats {
         acquisitions,
         nowait: acquisitions,
-        hold_ns: dist(holds),
+        hold_ns: Dist::of_samples(holds),
         hold_timed,
         ..Stats::default()
     };
-    stats.refresh_derived(elapsed);
     LockStats {
         id: id.into(),
-        name: id.into(),
+        display_name: None,
         kind: LockKind::Mutex,
         created_at: "x.rs:1:1".into(),
         instances: 1,
@@ -70,23 +58,17 @@ fn a_recordings_rates_are_the_models_since() {
     let before = cumulative(
         1_000,
         vec![
-            lock("a", 8, &[300, 300, 300, 300], 4, 1_000),
+            lock("a", 8, &[300, 300, 300, 300], 4),
             // A second row with the same id: the model matches the first.
-            lock("a", 80, &[900; 8], 8, 1_000),
+            lock("a", 80, &[900; 8], 8),
         ],
     );
     let after = cumulative(
         3_000,
         vec![
             // New holds of 10 ns: a minimum set inside the window.
-            lock(
-                "a",
-                20,
-                &[300, 300, 300, 300, 10, 10, 10, 10, 10, 10],
-                10,
-                3_000,
-            ),
-            lock("a", 90, &[900; 9], 9, 3_000),
+            lock("a", 20, &[300, 300, 300, 300, 10, 10, 10, 10, 10, 10], 10),
+            lock("a", 90, &[900; 9], 9),
         ],
     );
     let frames = frames_from(vec![before.clone(), after.clone()]);
@@ -102,11 +84,8 @@ fn a_recordings_rates_are_the_models_since() {
 #[test]
 fn an_interval_keeps_its_timed_holds_and_the_models_minimum_bound() {
     // The window's holds are all 300 ns; the 10 ns minimum is older.
-    let before = cumulative(1_000, vec![lock("a", 4, &[10, 300], 2, 1_000)]);
-    let after = cumulative(
-        3_000,
-        vec![lock("a", 10, &[10, 300, 300, 300, 300], 5, 3_000)],
-    );
+    let before = cumulative(1_000, vec![lock("a", 4, &[10, 300], 2)]);
+    let after = cumulative(3_000, vec![lock("a", 10, &[10, 300, 300, 300, 300], 5)]);
     let frames = frames_from(vec![before.clone(), after.clone()]);
     let interval = &frames[1].interval;
     let want = after.since(&before);

@@ -45,6 +45,9 @@ pub fn rows(cfg: &Config, phase: Phase) -> Vec<Row> {
         row("mutex", "Mutex", goal(Goal::RatioAtMost(2.5)))
             .with_pair(mutex(cfg))
             .note("bare: parking_lot::Mutex"),
+        row("sync_mutex", "sync::Mutex (std API)", goal(Goal::Info))
+            .with_pair(sync_mutex(cfg))
+            .note("bare: std::sync::Mutex"),
         row("rwlock_read", "RwLock read", goal(Goal::Info))
             .with_pair(rwlock_read(cfg))
             .note("bare: parking_lot::RwLock"),
@@ -148,6 +151,19 @@ fn mutex(cfg: &Config) -> Pair {
     let bare = parking_lot::Mutex::new(0u64);
     let inst = lockmeter::Mutex::named("bench.mutex", 0u64);
     same_op!(cfg, bare, inst, l => *l.lock() += 1)
+}
+
+/// `lockmeter::sync::Mutex` against std's, `.lock().unwrap()` both: the
+/// poison check is in both, so the difference is the metering.
+fn sync_mutex(cfg: &Config) -> Pair {
+    let bare = std::sync::Mutex::new(0u64);
+    let inst = lockmeter::sync::Mutex::named("bench.sync_mutex", 0u64);
+    let (bare, inst) = (black_box(&bare), black_box(&inst));
+    op_pair(
+        cfg,
+        || *bare.lock().unwrap() += 1,
+        || *inst.lock().unwrap() += 1,
+    )
 }
 
 fn rwlock_read(cfg: &Config) -> Pair {

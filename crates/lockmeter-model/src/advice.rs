@@ -132,7 +132,11 @@ pub struct Advisory {
 
 /// Every advisory for `snap`, ordered by lock id, rule and site.
 pub fn advise(snap: &Snapshot, t: &Thresholds) -> Vec<Advisory> {
-    let mut out: Vec<Advisory> = snap.locks.iter().flat_map(|l| advise_lock(l, t)).collect();
+    let mut out: Vec<Advisory> = snap
+        .locks
+        .iter()
+        .flat_map(|l| advise_lock(l, snap.window.elapsed_ns, t))
+        .collect();
     out.extend(snap.lock_order.inversions.iter().map(|inv| Advisory {
         lock_id: inv.first.clone(),
         site: Some(inv.forward.held_site.clone()),
@@ -148,20 +152,20 @@ pub fn advise(snap: &Snapshot, t: &Thresholds) -> Vec<Advisory> {
     out
 }
 
-/// The advisories for one lock, in rule order.
-pub fn advise_lock(lock: &LockStats, t: &Thresholds) -> Vec<Advisory> {
+/// The advisories for one lock over a window of `elapsed_ns`, in rule order.
+pub fn advise_lock(lock: &LockStats, elapsed_ns: u64, t: &Thresholds) -> Vec<Advisory> {
     let mut out = Vec::new();
     let advisory = |kind, site: Option<String>, message: String| Advisory {
         lock_id: lock.id.clone(),
         site,
         kind,
-        message: format!("{}: {message}", lock.name),
+        message: format!("{}: {message}", lock.name()),
     };
     let s = &lock.total;
     if let Some(msg) = sleeping_lock_short_hold(lock.kind, s, t) {
         out.push(advisory(AdvisoryKind::SleepingLockShortHold, None, msg));
     }
-    if let Some((site, msg)) = hot_critical_section(lock, t) {
+    if let Some((site, msg)) = hot_critical_section(lock, elapsed_ns, t) {
         out.push(advisory(
             AdvisoryKind::HotCriticalSection,
             Some(site.site.clone()),
@@ -192,14 +196,14 @@ fn sleeping_lock_short_hold(kind: LockKind, s: &Stats, t: &Thresholds) -> Option
         && s.acquisitions >= t.min_events
         && s.hold_ns.count > 0
         && s.hold_ns.mean < t.short_hold_ns
-        && s.con_pct > t.sleeping_con_pct
+        && s.con_pct() > t.sleeping_con_pct
         && s.wait_ns.mean > s.hold_ns.mean;
     fires.then(|| {
         format!(
             "held {} on average, but CON is {} and waiters wait {} on average; \
              waiting costs more than the critical section: use a spinlock or a shorter lock",
             format_ns(s.hold_ns.mean),
-            format_pct(s.con_pct),
+            format_pct(s.con_pct()),
             format_ns(s.wait_ns.mean),
         )
     })
@@ -208,10 +212,12 @@ fn sleeping_lock_short_hold(kind: LockKind, s: &Stats, t: &Thresholds) -> Option
 /// Rule 2: the site holding the largest share of a busy lock's hold time.
 fn hot_critical_section<'a>(
     lock: &'a LockStats,
+    elapsed_ns: u64,
     t: &Thresholds,
 ) -> Option<(&'a SiteStats, String)> {
     let s = &lock.total;
-    let busy = s.util_pct > t.hot_util_pct;
+    let util = s.util_pct(elapsed_ns);
+    let busy = util > t.hot_util_pct;
     if lock.kind.waits_and_wakes() || s.acquisitions < t.min_events || !busy {
         return None;
     }
@@ -242,7 +248,7 @@ fn hot_critical_section<'a>(
     };
     let msg = format!(
         "held {} of the window (UTIL), {} of that at {at} (mean hold {}); shrink the critical section at {at}",
-        format_pct(s.util_pct),
+        format_pct(util),
         format_pct(share),
         format_ns(site.stats.hold_ns.mean),
     );

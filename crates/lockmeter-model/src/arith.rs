@@ -14,8 +14,8 @@ use std::hash::Hash;
 use crate::{Holder, LockStats, Snapshot, Stats, Window};
 
 impl Stats {
-    /// Adds `other` into `self`. Derived percentages are not touched; call
-    /// [`Stats::refresh_derived`] afterwards.
+    /// Adds `other` into `self`. (CON and UTIL are methods, so nothing
+    /// derived needs refreshing.)
     pub fn merge(&mut self, other: &Stats) {
         self.acquisitions = self.acquisitions.saturating_add(other.acquisitions);
         self.nowait = self.nowait.saturating_add(other.nowait);
@@ -90,14 +90,12 @@ impl Snapshot {
                 .saturating_sub(earlier.window.elapsed_ns),
         };
         self.dropped_records = self.dropped_records.saturating_sub(earlier.dropped_records);
-        let elapsed_ns = self.window.elapsed_ns;
         // Each lock, site and holder subtracts the first earlier one with
         // its id (any kind, like `Snapshot::lock`), its (site, mode), its
         // site: through an index, as there may be thousands.
         let before_locks = FirstIndex::new(&earlier.locks, |l| l.id.as_str());
         for lock in &mut self.locks {
             let Some(before) = before_locks.get(&lock.id.as_str()) else {
-                lock.refresh_derived(elapsed_ns);
                 continue;
             };
             lock.total.subtract(&before.total);
@@ -115,7 +113,6 @@ impl Snapshot {
                 }
             }
             lock.holders.retain(|h| h.contended > 0);
-            lock.refresh_derived(elapsed_ns);
         }
         self
     }
@@ -167,7 +164,6 @@ impl Snapshot {
         self.deadlocks = next.deadlocks.clone();
         self.lock_order = next.lock_order.clone();
         add_locks(&mut self.locks, &next.locks, u64::max);
-        refresh_all(self);
     }
 
     /// Back-to-back windows of one process summed into one covering them
@@ -178,7 +174,6 @@ impl Snapshot {
         for frame in rest {
             out.extend_with(frame);
         }
-        refresh_all(&mut out);
         Some(out)
     }
 
@@ -225,7 +220,6 @@ impl Snapshot {
                 name: names.join("+"),
             };
         }
-        refresh_all(&mut out);
         Some(out)
     }
 }
@@ -280,13 +274,6 @@ fn first_positions<T, K: Eq + Hash>(items: &[T], key: impl Fn(&T) -> K) -> HashM
     index
 }
 
-fn refresh_all(snap: &mut Snapshot) {
-    let elapsed = snap.window.elapsed_ns;
-    for lock in &mut snap.locks {
-        lock.refresh_derived(elapsed);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -306,7 +293,6 @@ mod tests {
             .saturating_sub(earlier.dropped_records);
         for lock in &mut out.locks {
             let Some(before) = earlier.lock(&lock.id) else {
-                lock.refresh_derived(out.window.elapsed_ns);
                 continue;
             };
             lock.total.subtract(&before.total);
@@ -323,7 +309,6 @@ mod tests {
                 }
             }
             lock.holders.retain(|h| h.contended > 0);
-            lock.refresh_derived(out.window.elapsed_ns);
         }
         out
     }
@@ -386,7 +371,7 @@ mod tests {
                 })
                 .collect();
             snap.locks.push(LockStats {
-                name: id.clone(),
+                display_name: None,
                 id,
                 kind: kinds[rng.below(2) as usize],
                 created_at: "src/c.rs:1:1".to_string(),

@@ -322,7 +322,7 @@ fn lock_diff(
     }
     LockDiff {
         id: named.map(|l| l.id.clone()).unwrap_or_default(),
-        name: named.map(|l| l.name.clone()).unwrap_or_default(),
+        name: named.map(|l| l.name().to_string()).unwrap_or_default(),
         kind: named.map_or(LockKind::Mutex, |l| l.kind),
         parent: after
             .and_then(|l| l.parent.clone())

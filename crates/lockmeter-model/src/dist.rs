@@ -73,6 +73,26 @@ pub struct Dist {
 }
 
 impl Dist {
+    /// The distribution of `samples` (nanoseconds), exact in count, total,
+    /// min and max: for tests and hand-made snapshots.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let d = lockmeter_model::Dist::of_samples(&[10, 30]);
+    /// assert_eq!((d.count, d.total, d.min, d.max, d.mean), (2, 40, 10, 30, 20));
+    /// ```
+    pub fn of_samples(samples: &[u64]) -> Dist {
+        let mut counts = vec![0u64; BUCKETS];
+        for &v in samples {
+            counts[bucket_index(v)] += 1;
+        }
+        let min = samples.iter().copied().min().unwrap_or(0);
+        let max = samples.iter().copied().max().unwrap_or(0);
+        let total = samples.iter().fold(0u64, |a, &v| a.saturating_add(v));
+        Dist::from_buckets(&counts, samples.len() as u64, total, min, max)
+    }
+
     /// Builds a distribution from raw per-bucket counts (indexed as
     /// [`bucket_index`]) and the exact count, total, min and max.
     pub fn from_buckets(counts: &[u64], count: u64, total: u64, min: u64, max: u64) -> Dist {

@@ -32,6 +32,7 @@ pub mod read;
 pub mod render;
 pub mod series;
 mod snapshot;
+mod v1;
 
 pub use dist::Dist;
 pub use read::{parse_recording, parse_snapshot, ReadError, Recording};

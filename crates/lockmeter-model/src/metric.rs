@@ -144,10 +144,10 @@ pub(crate) fn per_sec(n: u64, elapsed_ns: u64) -> Option<f64> {
 metric_table! {
     /// UTIL: share of the window the lock was held.
     Util => { name: "util_pct", sort: Some("util"), title: "UTIL", unit: Unit::Pct,
-        value: |s, _| Some(s.util_pct), diffable: true, screen: held(1, "", "UTIL%", 0) }
+        value: |s, ns| Some(s.util_pct(ns)), diffable: true, screen: held(1, "", "UTIL%", 0) }
     /// CON: share of acquisitions that had to wait.
     Con => { name: "con_pct", sort: Some("con"), title: "CON", unit: Unit::Pct,
-        value: |s, _| Some(s.con_pct), diffable: true, screen: screen(0, "", "CON%", 0) }
+        value: |s, _| Some(s.con_pct()), diffable: true, screen: screen(0, "", "CON%", 0) }
     /// Mean hold time.
     HoldMean => { name: "hold_mean_ns", sort: Some("hold"), title: "HOLD MEAN", unit: Unit::Ns,
         value: |s, _| Some(s.hold_ns.mean as f64), diffable: true, screen: held(2, "HOLD", "mean", 0) }

@@ -150,7 +150,7 @@ impl SiteBound {
                             kind: lock.kind,
                             site: key.0,
                             mode: key.1,
-                            stats: clear_derived(stats),
+                            stats,
                         });
                     }
                     None => {
@@ -172,19 +172,12 @@ impl SiteBound {
                     kind: lock.kind,
                     site: OTHER_SITE.to_string(),
                     mode,
-                    stats: clear_derived(stats),
+                    stats,
                 });
             }
         }
         out
     }
-}
-
-/// Percentages are ratios, not counters: exporters derive them.
-fn clear_derived(mut stats: Stats) -> Stats {
-    stats.con_pct = 0.0;
-    stats.util_pct = 0.0;
-    stats
 }
 
 #[cfg(test)]
@@ -212,7 +205,7 @@ mod tests {
         let mut s = Snapshot::empty(ProcessInfo::default(), "mock");
         s.locks.push(LockStats {
             id: "l".into(),
-            name: "l".into(),
+            display_name: None,
             kind: LockKind::Mutex,
             created_at: "a.rs:1:1".into(),
             instances: 1,

@@ -6,7 +6,11 @@ use crate::now::{Deadlock, LockOrder, Now};
 use crate::Dist;
 
 /// The state of every instrumented lock in one process over one window.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// Serialized through a private mirror (module `v1`) that writes the
+/// derived fields (`con_pct`, `util_pct`, a class's `name`) that this type
+/// computes instead of storing.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct Snapshot {
     /// Always `"lockmeter"`.
     pub format: String,
@@ -26,6 +30,7 @@ pub struct Snapshot {
     #[serde(default)]
     pub sampling: Sampling,
     /// Every lock class used in the window.
+    #[serde(deserialize_with = "crate::v1::locks_in")]
     pub locks: Vec<LockStats>,
     /// *(extension)* What is held and waited on right now (see [`crate::now`]).
     #[serde(default, skip_serializing_if = "Now::is_empty")]
@@ -122,12 +127,15 @@ impl LockKind {
 }
 
 /// One lock class: all instances created at one site or given one name.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct LockStats {
     /// The class: the explicit name, else the creation site.
     pub id: String,
-    /// Display name (the explicit name, else the creation site).
-    pub name: String,
+    /// A display name that differs from `id`, if any; `None` (always, for
+    /// what the recorder writes today) displays the id. Read it with
+    /// [`LockStats::name`]; the format's `name` field is written either way.
+    #[serde(rename = "name", default)]
+    pub display_name: Option<String>,
     /// The kind of lock.
     pub kind: LockKind,
     /// Where the (first) instance of this class was created.
@@ -148,7 +156,7 @@ pub struct LockStats {
 }
 
 /// Stats of the acquisitions made at one call site.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct SiteStats {
     /// `file:line:column` of the caller of `lock()`/`down()`/`wait_*()`.
     pub site: String,
@@ -174,8 +182,11 @@ pub struct Holder {
 /// Counters and distributions of one site, or summed over a lock's sites.
 ///
 /// Lock kinds fill the acquisition fields; wait queues fill the sleeping
-/// and waking fields. Every field defaults to zero when absent.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+/// and waking fields. Every field defaults to zero when absent. CON and
+/// UTIL are methods ([`Stats::con_pct`], [`Stats::util_pct`]), written to
+/// the format's `con_pct` and `util_pct` fields on serialization and
+/// ignored when read.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default)]
 pub struct Stats {
     /// Successful acquisitions, including successful try-locks (TOTAL).
@@ -192,10 +203,6 @@ pub struct Stats {
     pub sleeps: u64,
     /// Acquisitions by a thread other than the previous holder.
     pub bounces: u64,
-    /// `100 * contended / acquisitions` (CON).
-    pub con_pct: f64,
-    /// `100 * hold_ns.total / window.elapsed_ns` (UTIL).
-    pub util_pct: f64,
     /// Time from acquisition to release. With sampling (see [`Sampling`])
     /// an estimate: the timed holds, scaled to stand for every hold.
     pub hold_ns: Dist,
@@ -214,7 +221,6 @@ pub struct Stats {
     /// Wait queues: wake calls that found no waiter to wake (a condvar's
     /// `notify_*` with nobody waiting). Absent (0) in older dumps and
     /// left out when 0.
-    #[serde(skip_serializing_if = "is_zero")]
     pub empty_wake_calls: u64,
     /// Wait queues: woken waiters whose condition was still false.
     pub spurious_wakeups: u64,
@@ -227,15 +233,17 @@ pub struct Stats {
 }
 
 impl Stats {
-    /// Recomputes CON % and UTIL % for a window of `elapsed_ns`.
-    pub fn refresh_derived(&mut self, elapsed_ns: u64) {
-        self.con_pct = percent(self.contended, self.acquisitions);
-        self.util_pct = percent(self.hold_ns.total, elapsed_ns);
+    /// CON: `100 * contended / acquisitions`, 0 without acquisitions.
+    pub fn con_pct(&self) -> f64 {
+        percent(self.contended, self.acquisitions)
     }
-}
 
-fn is_zero(n: &u64) -> bool {
-    *n == 0
+    /// UTIL over a window of `elapsed_ns`: `100 * hold_ns.total /
+    /// elapsed_ns`, 0 for an empty window. A class with several instances
+    /// may exceed 100.
+    pub fn util_pct(&self, elapsed_ns: u64) -> f64 {
+        percent(self.hold_ns.total, elapsed_ns)
+    }
 }
 
 /// `100 * part / whole`, or 0 for an empty whole.
@@ -272,18 +280,14 @@ impl Snapshot {
 }
 
 impl LockStats {
+    /// The display name: the explicit one if it differs from the id, else
+    /// the id.
+    pub fn name(&self) -> &str {
+        self.display_name.as_deref().unwrap_or(&self.id)
+    }
+
     /// The stats of call site `site` (any mode), if any.
     pub fn site(&self, site: &str) -> Option<&SiteStats> {
         self.sites.iter().find(|s| s.site == site)
-    }
-}
-
-impl LockStats {
-    /// Recomputes CON % and UTIL % of the total and every site.
-    pub fn refresh_derived(&mut self, elapsed_ns: u64) {
-        self.total.refresh_derived(elapsed_ns);
-        for site in &mut self.sites {
-            site.stats.refresh_derived(elapsed_ns);
-        }
     }
 }

@@ -17,7 +17,7 @@ fn mean_dist(count: u64, mean: u64) -> Dist {
 fn lock(kind: LockKind, total: Stats, sites: Vec<SiteStats>) -> LockStats {
     LockStats {
         id: "l".to_string(),
-        name: "l".to_string(),
+        display_name: None,
         kind,
         created_at: "t.rs:1:1".to_string(),
         instances: 1,
@@ -28,8 +28,14 @@ fn lock(kind: LockKind, total: Stats, sites: Vec<SiteStats>) -> LockStats {
     }
 }
 
+/// The window every lock here is judged over.
+const WINDOW_NS: u64 = 10_000_000;
+
 fn kinds(l: &LockStats, t: &Thresholds) -> Vec<AdvisoryKind> {
-    advise_lock(l, t).into_iter().map(|a| a.kind).collect()
+    advise_lock(l, WINDOW_NS, t)
+        .into_iter()
+        .map(|a| a.kind)
+        .collect()
 }
 
 // Rule 1: sleeping lock, short hold, high CON, wait > hold.
@@ -39,7 +45,6 @@ fn sleeping(kind: LockKind, hold: u64, con: f64, wait: u64) -> LockStats {
     let total = Stats {
         acquisitions: 1000,
         contended: (con * 10.0) as u64,
-        con_pct: con,
         hold_ns: mean_dist(1000, hold),
         wait_ns: mean_dist(500, wait),
         ..Stats::default()
@@ -53,7 +58,7 @@ fn sleeping_lock_short_hold_fires_above_its_limits() {
     for kind in [LockKind::Semaphore, LockKind::Mutex] {
         let l = sleeping(kind, 4_999, 20.1, 5_000);
         assert_eq!(kinds(&l, &t), [AdvisoryKind::SleepingLockShortHold]);
-        let msg = &advise_lock(&l, &t)[0].message;
+        let msg = &advise_lock(&l, WINDOW_NS, &t)[0].message;
         assert!(msg.contains("5.0us") && msg.contains("20.1%"), "{msg}");
         assert!(msg.contains("use a spinlock"), "{msg}");
     }
@@ -91,24 +96,24 @@ fn sleeping_lock_short_hold_threshold_is_configurable() {
 
 // Rule 2: busy lock, one site holds most of it.
 
-/// A mutex with UTIL `util` whose hold time is split `hot` : `100 - hot`
-/// between two sites.
+/// A mutex with UTIL `util` (over [`WINDOW_NS`]) whose hold time is split
+/// `hot` : `100 - hot` between two sites.
 fn busy(util: f64, hot: u64) -> LockStats {
+    let held = (util / 100.0 * WINDOW_NS as f64).round();
     let site = |name: &str, share: u64| SiteStats {
         site: name.to_string(),
         mode: None,
         stats: Stats {
             acquisitions: 50,
-            hold_ns: mean_dist(50, share * 1_000),
+            hold_ns: mean_dist(50, (held * share as f64 / 100.0 / 50.0).round() as u64),
             ..Stats::default()
         },
     };
     let total = Stats {
         acquisitions: 100,
-        util_pct: util,
         hold_ns: Dist {
             count: 100,
-            total: 100 * 50_000,
+            total: held as u64,
             mean: 1_000,
             ..Dist::default()
         },
@@ -124,7 +129,7 @@ fn busy(util: f64, hot: u64) -> LockStats {
 #[test]
 fn hot_critical_section_fires_at_the_dominant_site() {
     let t = Thresholds::default();
-    let got = advise_lock(&busy(50.1, 70), &t);
+    let got = advise_lock(&busy(50.1, 70), WINDOW_NS, &t);
     assert_eq!(got.len(), 1, "{got:?}");
     assert_eq!(got[0].kind, AdvisoryKind::HotCriticalSection);
     assert_eq!(got[0].site.as_deref(), Some("hot.rs:9:9"));
@@ -179,7 +184,7 @@ fn wake_all_herd_fires_above_its_limits_and_hides_rule_four() {
     // 2.01 wakeups per call, 50.1% spurious.
     let l = waitqueue(1000, 2010, 1007);
     assert_eq!(kinds(&l, &t), [AdvisoryKind::WakeAllHerd]);
-    let msg = &advise_lock(&l, &t)[0].message;
+    let msg = &advise_lock(&l, WINDOW_NS, &t)[0].message;
     assert!(
         msg.contains("2.0 waiters") && msg.contains("50.1%") && msg.contains("wake-one"),
         "{msg}"
@@ -208,7 +213,7 @@ fn unkeyed_spurious_wakeups_fires_above_its_limit() {
     let t = Thresholds::default();
     let l = waitqueue(1000, 1000, 201);
     assert_eq!(kinds(&l, &t), [AdvisoryKind::UnkeyedSpuriousWakeups]);
-    let msg = &advise_lock(&l, &t)[0].message;
+    let msg = &advise_lock(&l, WINDOW_NS, &t)[0].message;
     assert!(
         msg.contains("20.1%") && msg.contains("keyed wakeups"),
         "{msg}"
@@ -221,7 +226,7 @@ fn spurious_wakeups_inside_a_semaphore_blame_barging_not_keys() {
     let mut l = waitqueue(1000, 1000, 350);
     l.parent = Some("pipe.sem".to_string());
     assert_eq!(kinds(&l, &t), [AdvisoryKind::BargedSemaphoreWakeups]);
-    let msg = &advise_lock(&l, &t)[0].message;
+    let msg = &advise_lock(&l, WINDOW_NS, &t)[0].message;
     assert!(
         msg.contains("35.0%") && msg.contains("barging") && !msg.contains("use keyed"),
         "{msg}"
@@ -271,7 +276,7 @@ fn advise_orders_by_lock_then_rule() {
 #[test]
 fn advisories_serialise_with_snake_case_kinds() {
     let l = waitqueue(1000, 1000, 500);
-    let json = serde_json::to_value(advise_lock(&l, &Thresholds::default())).unwrap();
+    let json = serde_json::to_value(advise_lock(&l, WINDOW_NS, &Thresholds::default())).unwrap();
     assert_eq!(json[0]["kind"], "unkeyed_spurious_wakeups");
     assert_eq!(json[0]["lock_id"], "l");
     assert!(json[0]["site"].is_null());

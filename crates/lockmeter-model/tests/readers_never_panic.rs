@@ -8,7 +8,7 @@ use lockmeter_model::{parse_recording, parse_snapshot, ReadError, Snapshot};
 use proptest::prelude::*;
 
 mod mutate;
-use mutate::{apply, config, edit};
+use mutate::{apply, config, edit, nested, NESTING_DEPTHS};
 
 const FIXTURE: &str = include_str!("fixtures/v1-demo.json");
 
@@ -146,14 +146,13 @@ fn huge_and_odd_numbers_are_errors_or_values_never_panics() {
 
 #[test]
 fn deep_nesting_is_an_error_not_a_stack_overflow() {
-    for depth in [64usize, 1_000, 100_000] {
-        let arrays = format!("{}{}", "[".repeat(depth), "]".repeat(depth));
-        let objects = format!("{}1{}", "{\"a\":".repeat(depth), "}".repeat(depth));
-        let open_only = "[{\"a\":".repeat(depth);
-        for text in [&arrays, &objects, &open_only] {
+    for depth in NESTING_DEPTHS {
+        let texts = nested(depth);
+        for text in &texts {
             assert!(parse_snapshot(text).is_err());
             assert!(parse_recording(text).is_err());
         }
+        let arrays = &texts[0];
         // Nesting inside an otherwise valid snapshot.
         let inside = FIXTURE.replacen(
             "\"name\": \"lockmeter-demo\"",

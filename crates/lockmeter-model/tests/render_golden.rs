@@ -112,7 +112,7 @@ fn filter_matches_call_sites_case_insensitively() {
     };
     let names: Vec<&str> = lockmeter_model::render::sorted_locks(&snap, &opts)
         .iter()
-        .map(|l| l.name.as_str())
+        .map(|l| l.name())
         .collect();
     assert_eq!(names, ["bkl"]);
 }
@@ -121,7 +121,7 @@ fn filter_matches_call_sites_case_insensitively() {
 fn sorted_lock_rows_give_the_nesting_depth() {
     let snap = common::before();
     let rows = lockmeter_model::render::sorted_lock_rows(&snap, &TableOptions::default());
-    let depth = |name: &str| rows.iter().find(|r| r.lock.name == name).map(|r| r.depth);
+    let depth = |name: &str| rows.iter().find(|r| r.lock.name() == name).map(|r| r.depth);
     assert_eq!(depth("pipe.sem"), Some(0));
     assert_eq!(depth("pipe.sem.lock"), Some(1));
     assert_eq!(depth("ep.wait.lock"), Some(1));

@@ -83,36 +83,26 @@ fn dist() -> impl Strategy<Value = Dist> {
 }
 
 fn stats() -> impl Strategy<Value = Stats> {
-    (
-        prop::collection::vec(num(), 14),
-        pct(),
-        pct(),
-        dist(),
-        dist(),
-        dist(),
-    )
-        .prop_map(|(n, con, util, h, w, l)| Stats {
-            acquisitions: n[0],
-            nowait: n[1],
-            contended: n[2],
-            rejected: n[3],
-            spins: n[4],
-            sleeps: n[5],
-            bounces: n[6],
-            con_pct: con,
-            util_pct: util,
-            hold_timed: n[0],
-            hold_ns: h,
-            wait_ns: w,
-            waits: n[7],
-            wake_calls: n[8],
-            wakeups: n[9],
-            spurious_wakeups: n[10],
-            exclusive_wakeups: n[11],
-            max_waiters: n[12],
-            empty_wake_calls: n[13],
-            wake_latency_ns: l,
-        })
+    (prop::collection::vec(num(), 14), dist(), dist(), dist()).prop_map(|(n, h, w, l)| Stats {
+        acquisitions: n[0],
+        nowait: n[1],
+        contended: n[2],
+        rejected: n[3],
+        spins: n[4],
+        sleeps: n[5],
+        bounces: n[6],
+        hold_timed: n[0],
+        hold_ns: h,
+        wait_ns: w,
+        waits: n[7],
+        wake_calls: n[8],
+        wakeups: n[9],
+        spurious_wakeups: n[10],
+        exclusive_wakeups: n[11],
+        max_waiters: n[12],
+        empty_wake_calls: n[13],
+        wake_latency_ns: l,
+    })
 }
 
 fn kind() -> impl Strategy<Value = LockKind> {
@@ -153,7 +143,7 @@ fn lock() -> impl Strategy<Value = LockStats> {
         .prop_map(
             |(id, name, kind, instances, parent, total, sites, holders)| LockStats {
                 id,
-                name,
+                display_name: Some(name),
                 kind,
                 created_at: "c.rs:1:1".to_string(),
                 instances,
@@ -280,7 +270,7 @@ proptest! {
         let text = csv_table(&snap, &opts);
         let rows = assert_rectangular(&text)?;
         let names: Vec<&str> = rows.iter().filter(|r| &r[0] == "lock").map(|r| &r[2]).collect();
-        let want: Vec<&str> = sorted_locks(&snap, &opts).iter().map(|l| l.name.as_str()).collect();
+        let want: Vec<&str> = sorted_locks(&snap, &opts).iter().map(|l| l.name()).collect();
         prop_assert_eq!(names, want);
     }
 

@@ -76,7 +76,7 @@ fn snapshot(classes: &[Vec<SitePlan>], step: usize) -> Snapshot {
         }
         snap.locks.push(LockStats {
             id: format!("class{ci}"),
-            name: format!("class{ci}"),
+            display_name: None,
             kind: LockKind::Rwlock,
             created_at: "src/c.rs:1:1".into(),
             instances: 1,

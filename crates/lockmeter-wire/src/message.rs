@@ -61,6 +61,10 @@ pub enum Request {
 }
 
 /// What the server sends.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "one message is built per send or receive; boxing the snapshots would only add an allocation"
+)]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Response {
@@ -291,13 +295,12 @@ mod tests {
         let stats = lockmeter_model::Stats {
             acquisitions: u64::MAX - 1,
             contended: 3,
-            con_pct: 12.5,
             hold_ns: lockmeter_model::Dist::from_buckets(&counts, 3, 4500, 1400, 1600),
             ..Default::default()
         };
         s.locks.push(lockmeter_model::LockStats {
             id: "demo.counter".into(),
-            name: "demo.counter".into(),
+            display_name: None,
             kind: lockmeter_model::LockKind::Rwlock,
             created_at: "a.rs:1:1".into(),
             instances: 1,

@@ -11,7 +11,7 @@ use proptest::prelude::*;
 
 #[path = "../../lockmeter-model/tests/mutate/mod.rs"]
 mod mutate;
-use mutate::{apply, config, edit};
+use mutate::{apply, config, edit, nested, NESTING_DEPTHS};
 
 const FIXTURE: &str = include_str!("../../lockmeter-model/tests/fixtures/v1-demo.json");
 
@@ -90,11 +90,8 @@ proptest! {
 
 #[test]
 fn deep_nesting_is_an_error_not_a_stack_overflow() {
-    for depth in [64usize, 1_000, 100_000] {
-        let arrays = format!("{}{}", "[".repeat(depth), "]".repeat(depth));
-        let objects = format!("{}1{}", "{\"a\":".repeat(depth), "}".repeat(depth));
-        let open_only = "[{\"a\":".repeat(depth);
-        for text in [&arrays, &objects, &open_only] {
+    for depth in NESTING_DEPTHS {
+        for text in &nested(depth) {
             assert!(decode_request(text).is_err());
             assert!(decode_response(text).is_err());
         }

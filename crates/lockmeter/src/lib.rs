@@ -11,6 +11,7 @@
 //! |---|---|
 //! | [`SpinLock`] | test-and-test-and-set spinlock with bounded backoff |
 //! | [`Mutex`], [`FairMutex`], [`ReentrantMutex`], [`RwLock`], [`Condvar`] | parking_lot 0.12's API, metered; over any `lock_api` raw lock via [`MeteredMutex`], [`MeteredReentrantMutex`], [`MeteredRwLock`] |
+//! | [`sync`] | drop-ins for `std::sync`'s `Mutex`, `RwLock`, `Condvar` (poisoning and all) |
 //! | [`Semaphore`] | counting semaphore built from a [`SpinLock`] and a [`WaitQueue`] |
 //! | [`WaitQueue`] | Linux-style wait queue: exclusive, keyed, FIFO/LIFO, `*_locked` operations |
 //! | [`Layer`], [`Handle`] | the `tracing` layer that records, and what reads it |
@@ -128,6 +129,7 @@ mod rwlock;
 mod semaphore;
 mod slow;
 mod spinlock;
+pub mod sync;
 mod waitqueue;
 
 pub use condvar::{Condvar, WaitTimeoutResult};

@@ -670,3 +670,38 @@ impl<R: RawMutex, T: ?Sized + fmt::Display> fmt::Display for MeteredMappedMutexG
         fmt::Display::fmt(&**self, f)
     }
 }
+
+impl<R: RawMutex, T: ?Sized> MeteredMutex<R, T> {
+    /// Runs `f` on the data if the lock is free, without counting: for
+    /// `Debug` impls of wrappers, which look rather than acquire.
+    pub(crate) fn try_lock_unmetered<U>(&self, f: impl FnOnce(&T) -> U) -> Option<U> {
+        let g = self.raw.try_lock()?;
+        // SAFETY: we hold the lock until `unlock` below.
+        let out = f(unsafe { &*self.data.get() });
+        // SAFETY: `g` is the state of the acquisition just made.
+        unsafe { self.raw.unlock(g) };
+        Some(out)
+    }
+
+    /// A guard again from [`MeteredMutexGuard::into_raw_parts`], for
+    /// wrappers that keep the parts in the lock (`sync::Mutex`).
+    ///
+    /// # Safety
+    /// `raw` and `hold` are the parts of a guard of `self` whose lock is
+    /// still held, and no other guard of that acquisition exists.
+    pub(crate) unsafe fn guard_from_parts(
+        &self,
+        raw: R::Guard,
+        hold: Hold,
+    ) -> MeteredMutexGuard<'_, R, T> {
+        self.guard(raw, hold)
+    }
+}
+
+impl<R: RawMutex, T: ?Sized> MeteredMutexGuard<'_, R, T> {
+    /// The raw lock state and the hold, without unlocking.
+    pub(crate) fn into_raw_parts(s: Self) -> (R::Guard, Hold) {
+        let (_, raw, hold) = Self::into_parts(s);
+        (raw, hold)
+    }
+}

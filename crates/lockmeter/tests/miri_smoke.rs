@@ -173,3 +173,36 @@ fn the_parking_lot_paths_under_observation() {
     // map, try_map, lock + unlocked + bump, leak, the last read.
     assert_eq!(lock(&snap, "miri.pl.mutex").total.acquisitions, 7);
 }
+
+/// `lockmeter::sync`'s unsafe: the metered guard's parts kept in the mutex
+/// while held, taken out and put back around a condvar wait, and read out
+/// once when the guard drops, observed and not.
+#[test]
+fn sync_mutex_keeps_its_guard_parts_soundly() {
+    use lockmeter::sync::{Condvar, Mutex as StdMutex};
+    let run = || {
+        let pair = Arc::new((StdMutex::named("miri.sync", 0u32), Condvar::new()));
+        let p2 = pair.clone();
+        let t = spawn_observed(move || {
+            let (m, c) = &*p2;
+            *m.lock().unwrap() = 1;
+            c.notify_one();
+        });
+        let (m, c) = &*pair;
+        let g = c.wait_while(m.lock().unwrap(), |v| *v == 0).unwrap();
+        assert_eq!(*g, 1);
+        let (g, _) = c
+            .wait_timeout(g, std::time::Duration::from_millis(1))
+            .unwrap();
+        drop(g);
+        t.join().unwrap();
+        assert!(m.try_lock().is_ok());
+    };
+    run();
+    let (clock, _mock) = quanta::Clock::mock();
+    let layer = Layer::builder().clock(clock).process_name("miri").build();
+    let handle = layer.handle();
+    let dispatch = tracing::Dispatch::new(tracing::subscriber::NoSubscriber::default().with(layer));
+    tracing::dispatcher::with_default(&dispatch, run);
+    assert!(lock(&handle.snapshot(), "miri.sync").total.acquisitions >= 3);
+}

@@ -119,7 +119,7 @@ impl SnapshotSource for BigSource {
             };
             s.locks.push(LockStats {
                 id: format!("big.lock.{i}"),
-                name: format!("big.lock.{i}"),
+                display_name: None,
                 kind: LockKind::Mutex,
                 created_at: "big.rs:1:1".into(),
                 instances: 1,

@@ -55,7 +55,7 @@ fn sampled_uncontended_holds_are_scaled_to_every_hold() {
     assert_eq!((t.acquisitions, t.hold_timed, t.hold_ns.count), (11, 4, 11));
     assert_eq!(t.hold_ns.total, 25_000_000);
     let elapsed = snap.window.elapsed_ns as f64;
-    assert!((t.util_pct - 100.0 * 25e6 / elapsed).abs() < 1e-9);
+    assert!((t.util_pct(snap.window.elapsed_ns) - 100.0 * 25e6 / elapsed).abs() < 1e-9);
 }
 
 #[test]
@@ -87,8 +87,9 @@ fn hold_times_and_util_follow_the_mock_clock() {
     assert_eq!(s.hold_ns.max, 3_000_000);
     assert_eq!(s.hold_ns.min, 1_000_000);
     assert_eq!(s.hold_ns.mean, 2_000_000);
-    assert!((s.util_pct - 60.0).abs() < 1e-9, "util {}", s.util_pct);
-    assert_eq!(s.con_pct, 0.0);
+    let util = s.util_pct(snap.window.elapsed_ns);
+    assert!((util - 60.0).abs() < 1e-9, "util {util}");
+    assert_eq!(s.con_pct(), 0.0);
 }
 
 #[test]
@@ -250,7 +251,7 @@ fn reset_starts_a_new_window() {
     let s = &window.lock("mock.reset").unwrap().total;
     assert_eq!(s.acquisitions, 3);
     assert_eq!(window.window.elapsed_ns, 3_000_000);
-    assert!((s.util_pct - 100.0).abs() < 1e-9);
+    assert!((s.util_pct(window.window.elapsed_ns) - 100.0).abs() < 1e-9);
     assert_eq!(
         handle
             .cumulative()

@@ -210,8 +210,8 @@ pub fn row(
         requests_per_sec: load.requests_per_sec(),
         served,
         bkl_acquisitions: total.acquisitions,
-        bkl_util_pct: total.util_pct,
-        bkl_con_pct: total.con_pct,
+        bkl_util_pct: total.util_pct(snap.window.elapsed_ns),
+        bkl_con_pct: total.con_pct(),
         bkl_hold_mean_ns: total.hold_ns.mean,
         top_site: top.map(|s| s.site.clone()).unwrap_or_default(),
         top_site_hold_share_pct: top.map_or(0.0, |s| {

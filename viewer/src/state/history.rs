@@ -39,8 +39,8 @@ impl History {
             let sample = interval
                 .lock(id)
                 .map(|l| Sample {
-                    con_pct: l.total.con_pct,
-                    util_pct: l.total.util_pct,
+                    con_pct: l.total.con_pct(),
+                    util_pct: l.total.util_pct(interval.window.elapsed_ns),
                     spurious_pct: lockmeter_model::percent(
                         l.total.spurious_wakeups,
                         l.total.wakeups,
@@ -88,13 +88,15 @@ mod tests {
         for &(id, con) in ids {
             s.locks.push(LockStats {
                 id: id.into(),
-                name: id.into(),
+                display_name: None,
                 kind: LockKind::Spinlock,
                 created_at: String::new(),
                 instances: 1,
                 parent: None,
+                // CON `con`, to a tenth of a percent.
                 total: Stats {
-                    con_pct: con,
+                    acquisitions: 1000,
+                    contended: (con * 10.0).round() as u64,
                     ..Stats::default()
                 },
                 sites: vec![],

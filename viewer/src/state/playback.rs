@@ -159,7 +159,7 @@ mod tests {
         };
         s.locks.push(LockStats {
             id: "a".into(),
-            name: "a".into(),
+            display_name: None,
             kind: LockKind::Mutex,
             created_at: String::new(),
             instances: 1,

@@ -6,7 +6,7 @@
 use std::collections::BTreeSet;
 
 use lockmeter_model::advice::Advisory;
-use lockmeter_model::render::{sorted_lock_rows, SortKey, TableOptions};
+use lockmeter_model::render::{sorted_lock_rows, sorted_sites, TableOptions};
 use lockmeter_model::{Holder, LockStats, SiteStats, Snapshot};
 
 /// What a selectable row shows.
@@ -120,7 +120,7 @@ pub fn build<'a>(
         if !is_open {
             continue;
         }
-        for site in sorted_sites(lock, opts) {
+        for site in sorted_sites(lock, snap.window.elapsed_ns, opts) {
             rows.push(Row::Site {
                 lock,
                 site,
@@ -152,29 +152,6 @@ pub fn build<'a>(
         }
     }
     rows
-}
-
-/// Call sites in the table's sort order; ties by site, then mode.
-pub fn sorted_sites<'a>(lock: &'a LockStats, opts: &TableOptions) -> Vec<&'a SiteStats> {
-    let mut sites: Vec<&SiteStats> = lock.sites.iter().collect();
-    sites.sort_by(|a, b| {
-        let by_name = a.site.cmp(&b.site).then_with(|| a.mode.cmp(&b.mode));
-        if opts.sort == SortKey::Name {
-            directed(by_name, opts.descending)
-        } else {
-            let (ka, kb) = (opts.sort.value(&a.stats), opts.sort.value(&b.stats));
-            directed(ka.total_cmp(&kb), opts.descending).then(by_name)
-        }
-    });
-    sites
-}
-
-fn directed(o: std::cmp::Ordering, descending: bool) -> std::cmp::Ordering {
-    if descending {
-        o.reverse()
-    } else {
-        o
-    }
 }
 
 /// Index of the row showing `id`; else the row of its lock; else `None`.

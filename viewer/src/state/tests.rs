@@ -276,8 +276,15 @@ fn selection_follows_the_lock_when_the_order_changes() {
     app.apply(Feed::Data(Box::new(Frame::single(snap.clone()))));
     app.selected = Some(RowId::Lock("accept.herd".into()));
     let mut changed = snap;
+    let elapsed = changed.window.elapsed_ns;
+    assert!(elapsed > 0);
     for l in &mut changed.locks {
-        l.total.util_pct = if l.id == "accept.herd" { 1000.0 } else { 0.0 };
+        // UTIL 1000% for the herd, 0 for the rest.
+        l.total.hold_ns.total = if l.id == "accept.herd" {
+            10 * elapsed
+        } else {
+            0
+        };
     }
     app.apply(Feed::Data(Box::new(Frame::single(changed))));
     let rows = app.rows();

@@ -30,7 +30,7 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
     };
     let title = format!(
         " {} · {} · created at {} · {instances} ",
-        lock.name,
+        lock.name(),
         kind_name(lock),
         lock.created_at
     );
@@ -43,7 +43,8 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
     let inner = block.inner(area);
     frame.render_widget(block, area);
 
-    let mut lines = summary_lines(lock);
+    let elapsed_ns = app.shown().map_or(0, |s| s.window.elapsed_ns);
+    let mut lines = summary_lines(lock, elapsed_ns);
     for a in app
         .advisories()
         .iter()
@@ -97,7 +98,8 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
     holder_list(frame, holders, lock);
 }
 
-fn summary_lines(lock: &LockStats) -> Vec<Line<'static>> {
+/// The numbers of `lock`, UTIL over a window of `elapsed_ns`.
+fn summary_lines(lock: &LockStats, elapsed_ns: u64) -> Vec<Line<'static>> {
     let s = &lock.total;
     let pair = |k: &str, v: String| {
         vec![
@@ -124,8 +126,8 @@ fn summary_lines(lock: &LockStats) -> Vec<Line<'static>> {
         second.extend(pair("timed out", compact_count(s.rejected)));
     } else {
         first.extend(pair("TOTAL", compact_count(s.acquisitions)));
-        first.extend(pair("CON", format_pct(s.con_pct)));
-        first.extend(pair("UTIL", format_pct(s.util_pct)));
+        first.extend(pair("CON", format_pct(s.con_pct())));
+        first.extend(pair("UTIL", format_pct(s.util_pct(elapsed_ns))));
         first.extend(pair("NOWAIT", compact_count(s.nowait)));
         first.extend(pair("SPIN", compact_count(s.contended)));
         first.extend(pair("RJECT", compact_count(s.rejected)));
@@ -287,22 +289,11 @@ fn holder_list(frame: &mut Frame<'_>, area: Rect, lock: &LockStats) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use lockmeter_model::dist::BUCKETS;
-
-    fn dist(values: &[u64]) -> Dist {
-        let mut counts = vec![0u64; BUCKETS];
-        for &v in values {
-            counts[bucket_index(v)] += 1;
-        }
-        let max = values.iter().copied().max().unwrap_or(0);
-        let min = values.iter().copied().min().unwrap_or(0);
-        Dist::from_buckets(&counts, values.len() as u64, values.iter().sum(), min, max)
-    }
 
     #[test]
     fn bars_cover_every_sample_and_fit() {
         let values: Vec<u64> = (0..200).map(|i| 100 + i * i * 50).collect();
-        let d = dist(&values);
+        let d = Dist::of_samples(&values);
         for rows in [1, 3, 8, 40] {
             let bars = histogram_bars(&d, rows);
             assert!(bars.len() <= rows, "{} bars for {rows} rows", bars.len());
@@ -312,7 +303,7 @@ mod tests {
 
     #[test]
     fn gaps_between_buckets_show_as_empty_bars() {
-        let d = dist(&[10, 10, 1_000_000]);
+        let d = Dist::of_samples(&[10, 10, 1_000_000]);
         let bars = histogram_bars(&d, 200);
         assert!(bars.len() > 2);
         assert_eq!(bars.first().unwrap().1, 2);

@@ -132,6 +132,7 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &mut App) {
         cols: &cols,
         name_width: usize::from(rects[0].width),
         line_width: usize::from(area.width.saturating_sub(marker)),
+        elapsed_ns: snap.window.elapsed_ns,
     };
     let body: Vec<(TRow<'_>, u16)> = rows.iter().map(|r| layout.row(r)).collect();
     let heights: Vec<u16> = body.iter().map(|(_, h)| *h).collect();
@@ -301,6 +302,8 @@ struct RowLayout<'c> {
     name_width: usize,
     /// Characters across the whole table, for advisory lines.
     line_width: usize,
+    /// The shown window, for UTIL.
+    elapsed_ns: u64,
 }
 
 impl RowLayout<'_> {
@@ -327,7 +330,7 @@ impl RowLayout<'_> {
                     Style::new()
                 };
                 name.push(Span::styled(
-                    lock.name.clone(),
+                    lock.name().to_string(),
                     style.add_modifier(Modifier::BOLD),
                 ));
                 if *advice > 0 {
@@ -339,7 +342,7 @@ impl RowLayout<'_> {
                 }
                 cells.extend(
                     cols.iter()
-                        .map(|c| right(value(c.metric, &lock.total, lock.kind))),
+                        .map(|c| right(value(c.metric, &lock.total, lock.kind, self.elapsed_ns))),
                 );
                 (TRow::new(cells), 1)
             }
@@ -361,7 +364,7 @@ impl RowLayout<'_> {
                 }
                 cells.extend(
                     cols.iter()
-                        .map(|c| right(value(c.metric, &site.stats, lock.kind))),
+                        .map(|c| right(value(c.metric, &site.stats, lock.kind, self.elapsed_ns))),
                 );
                 (TRow::new(cells).style(Style::new().fg(Color::Gray)), 1)
             }
@@ -410,9 +413,10 @@ impl RowLayout<'_> {
     }
 }
 
-/// The text of column `metric` for `stats` of a lock of `kind`; blank
-/// where the column does not apply (wait queues are never held).
-fn value(metric: Metric, s: &Stats, kind: LockKind) -> String {
+/// The text of column `metric` for `stats` of a lock of `kind` over a
+/// window of `elapsed_ns`; blank where the column does not apply (wait
+/// queues are never held).
+fn value(metric: Metric, s: &Stats, kind: LockKind, elapsed_ns: u64) -> String {
     let def = metric.def();
     let wq = kind.waits_and_wakes();
     let applies = match def.screen.map(|c| c.applies) {
@@ -421,7 +425,7 @@ fn value(metric: Metric, s: &Stats, kind: LockKind) -> String {
         Some(Applies::Waitqueue) => wq,
         None => false,
     };
-    let Some(v) = metric.value(s, 0).filter(|_| applies) else {
+    let Some(v) = metric.value(s, elapsed_ns).filter(|_| applies) else {
         return String::new();
     };
     match def.unit {

@@ -4,8 +4,9 @@ use super::order::{lock_order, sorted_sites};
 use super::TableOptions;
 use crate::{Dist, LockStats, Snapshot, Stats};
 
-/// The columns that name the row.
-const ID_COLUMNS: &[&str] = &[
+/// The columns that name a row, in both CSVs (the table's ends with
+/// `instances`, the diff's with `presence`).
+pub(crate) const NAME_COLUMNS: &[&str] = &[
     "row",
     "lock_id",
     "lock_name",
@@ -13,7 +14,6 @@ const ID_COLUMNS: &[&str] = &[
     "parent",
     "site",
     "mode",
-    "instances",
 ];
 
 /// Counter columns, in [`Stats`] field order.
@@ -55,16 +55,26 @@ pub fn csv_table(snap: &Snapshot, opts: &TableOptions) -> String {
     let mut out = String::new();
     push_line(&mut out, header());
     let (order, _) = lock_order(snap, opts);
+    let elapsed_ns = snap.window.elapsed_ns;
     for (i, _) in order {
         let Some(lock) = snap.locks.get(i) else {
             continue;
         };
-        push_line(&mut out, lock_row(lock, None, None, &lock.total));
+        push_line(
+            &mut out,
+            lock_row(lock, None, None, &lock.total, elapsed_ns),
+        );
         if opts.sites {
-            for site in sorted_sites(lock, opts) {
+            for site in sorted_sites(lock, elapsed_ns, opts) {
                 push_line(
                     &mut out,
-                    lock_row(lock, Some(&site.site), site.mode.as_deref(), &site.stats),
+                    lock_row(
+                        lock,
+                        Some(&site.site),
+                        site.mode.as_deref(),
+                        &site.stats,
+                        elapsed_ns,
+                    ),
                 );
             }
         }
@@ -73,8 +83,9 @@ pub fn csv_table(snap: &Snapshot, opts: &TableOptions) -> String {
 }
 
 fn header() -> Vec<String> {
-    let mut cols: Vec<String> = ID_COLUMNS
+    let mut cols: Vec<String> = NAME_COLUMNS
         .iter()
+        .chain(&["instances"])
         .chain(COUNT_COLUMNS)
         .map(|c| c.to_string())
         .collect();
@@ -86,11 +97,18 @@ fn header() -> Vec<String> {
     cols
 }
 
-fn lock_row(lock: &LockStats, site: Option<&str>, mode: Option<&str>, s: &Stats) -> Vec<String> {
+/// One row; UTIL is over a window of `elapsed_ns`.
+fn lock_row(
+    lock: &LockStats,
+    site: Option<&str>,
+    mode: Option<&str>,
+    s: &Stats,
+    elapsed_ns: u64,
+) -> Vec<String> {
     let mut row = vec![
         if site.is_some() { "site" } else { "lock" }.to_string(),
         lock.id.clone(),
-        lock.name.clone(),
+        lock.name().to_string(),
         lock.kind.as_str().to_string(),
         lock.parent.clone().unwrap_or_default(),
         site.unwrap_or_default().to_string(),
@@ -109,8 +127,8 @@ fn lock_row(lock: &LockStats, site: Option<&str>, mode: Option<&str>, s: &Stats)
         ]
         .map(|n| n.to_string()),
     );
-    row.push(csv_float(s.con_pct));
-    row.push(csv_float(s.util_pct));
+    row.push(csv_float(s.con_pct()));
+    row.push(csv_float(s.util_pct(elapsed_ns)));
     push_dist(&mut row, &s.hold_ns);
     push_dist(&mut row, &s.wait_ns);
     row.extend(
@@ -178,7 +196,7 @@ mod tests {
     fn header_has_one_name_per_value() {
         let lock = LockStats {
             id: "x".into(),
-            name: "x".into(),
+            display_name: None,
             kind: crate::LockKind::Mutex,
             created_at: String::new(),
             instances: 1,
@@ -189,7 +207,7 @@ mod tests {
         };
         assert_eq!(
             header().len(),
-            lock_row(&lock, None, None, &lock.total).len()
+            lock_row(&lock, None, None, &lock.total, 0).len()
         );
     }
 }

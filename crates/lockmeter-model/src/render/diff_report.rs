@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use super::csv::{csv_field, csv_float};
+use super::csv::{csv_field, csv_float, NAME_COLUMNS};
 use super::order::{contains, needle, order_tree, TreeNode};
 use super::TableOptions;
 use crate::diff::{
@@ -317,18 +317,11 @@ fn layout(lines: &[Line]) -> String {
 /// site, mode, presence`, then for every [`Metric`] `<name>_before,
 /// <name>_after, <name>_delta, <name>_delta_pct`. Missing values are empty.
 pub fn diff_csv(d: &SnapshotDiff, opts: &TableOptions) -> String {
-    let mut header: Vec<String> = [
-        "row",
-        "lock_id",
-        "lock_name",
-        "kind",
-        "parent",
-        "site",
-        "mode",
-        "presence",
-    ]
-    .map(String::from)
-    .to_vec();
+    let mut header: Vec<String> = NAME_COLUMNS
+        .iter()
+        .chain(&["presence"])
+        .map(|c| c.to_string())
+        .collect();
     for m in Metric::diffable() {
         for part in ["before", "after", "delta", "delta_pct"] {
             header.push(format!("{}_{part}", m.def().name));

@@ -49,24 +49,31 @@ pub(crate) fn lock_order(snap: &Snapshot, opts: &TableOptions) -> (Vec<(usize, u
         .map(|l| TreeNode {
             id: &l.id,
             parent: l.parent.as_deref(),
-            name: &l.name,
-            key: opts.sort.value(&l.total),
+            name: l.name(),
+            key: opts.sort.value(&l.total, snap.window.elapsed_ns),
             matches: lock_matches(l, needle.as_deref()),
         })
         .collect();
     order_tree(&nodes, opts)
 }
 
-/// The call sites of `lock` sorted by `opts.sort`; ties (and
-/// [`SortKey::Name`]) by site, then mode.
-pub fn sorted_sites<'a>(lock: &'a LockStats, opts: &TableOptions) -> Vec<&'a SiteStats> {
+/// The call sites of `lock` (in a snapshot over `elapsed_ns`) sorted by
+/// `opts.sort`; ties (and [`SortKey::Name`]) by site, then mode.
+pub fn sorted_sites<'a>(
+    lock: &'a LockStats,
+    elapsed_ns: u64,
+    opts: &TableOptions,
+) -> Vec<&'a SiteStats> {
     let mut sites: Vec<&SiteStats> = lock.sites.iter().collect();
     sites.sort_by(|a, b| {
         let by_name = || a.site.cmp(&b.site).then_with(|| a.mode.cmp(&b.mode));
         if opts.sort == SortKey::Name {
             directed(by_name(), opts.descending)
         } else {
-            let (ka, kb) = (opts.sort.value(&a.stats), opts.sort.value(&b.stats));
+            let (ka, kb) = (
+                opts.sort.value(&a.stats, elapsed_ns),
+                opts.sort.value(&b.stats, elapsed_ns),
+            );
             directed(ka.total_cmp(&kb), opts.descending).then_with(by_name)
         }
     });
@@ -84,7 +91,7 @@ fn lock_matches(lock: &LockStats, needle: Option<&str>) -> bool {
         None => true,
         Some(n) => {
             contains(&lock.id, n)
-                || contains(&lock.name, n)
+                || contains(lock.name(), n)
                 || lock.sites.iter().any(|s| contains(&s.site, n))
         }
     }

@@ -62,11 +62,14 @@ impl SortKey {
         }
     }
 
-    /// The number this key sorts by; 0 for [`SortKey::Name`]. Durations are
-    /// nanoseconds, percentages are 0..=100 (or more, for UTIL of classes
-    /// with several instances).
-    pub fn value(self, stats: &Stats) -> f64 {
-        self.metric().and_then(|m| m.value(stats, 0)).unwrap_or(0.0)
+    /// The number this key sorts by, for stats over a window of
+    /// `elapsed_ns`; 0 for [`SortKey::Name`]. Durations are nanoseconds,
+    /// percentages are 0..=100 (or more, for UTIL of classes with several
+    /// instances).
+    pub fn value(self, stats: &Stats, elapsed_ns: u64) -> f64 {
+        self.metric()
+            .and_then(|m| m.value(stats, elapsed_ns))
+            .unwrap_or(0.0)
     }
 }
 

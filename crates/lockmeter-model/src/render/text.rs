@@ -78,7 +78,14 @@ pub fn text_table_with(snap: &Snapshot, opts: &TableOptions, thresholds: &Thresh
     let mut lines = Vec::new();
     for &(i, depth) in &order {
         if let Some(lock) = snap.locks.get(i) {
-            push_lock(&mut lines, lock, depth, opts, thresholds);
+            push_lock(
+                &mut lines,
+                lock,
+                depth,
+                snap.window.elapsed_ns,
+                opts,
+                thresholds,
+            );
         }
     }
     let shown: Vec<&LockStats> = snap
@@ -148,10 +155,12 @@ enum Line {
     Advice(String),
 }
 
+/// The rows of one lock; UTIL is over a window of `elapsed_ns`.
 fn push_lock(
     lines: &mut Vec<Line>,
     lock: &LockStats,
     depth: usize,
+    elapsed_ns: u64,
     opts: &TableOptions,
     thresholds: &Thresholds,
 ) {
@@ -159,23 +168,26 @@ fn push_lock(
     let mut name = format!(
         "{}{} ({}",
         " ".repeat(indent),
-        sanitize(&lock.name),
+        sanitize(lock.name()),
         lock.kind.as_str()
     );
     if lock.instances > 1 {
         let _ = write!(name, ", {} instances", lock.instances);
     }
     name.push(')');
-    lines.push(Line::Row(Box::new(cells(lock.kind, &lock.total)), name));
+    lines.push(Line::Row(
+        Box::new(cells(lock.kind, &lock.total, elapsed_ns)),
+        name,
+    ));
     push_waitqueue_note(lines, lock.kind, &lock.total, indent + 2);
 
     let advice = if opts.advice {
-        advise_lock(lock, thresholds)
+        advise_lock(lock, elapsed_ns, thresholds)
     } else {
         Vec::new()
     };
     let sites = if opts.sites {
-        sorted_sites(lock, opts)
+        sorted_sites(lock, elapsed_ns, opts)
     } else {
         Vec::new()
     };
@@ -194,7 +206,10 @@ fn push_lock(
         if let Some(mode) = &site.mode {
             let _ = write!(text, " ({})", sanitize(mode));
         }
-        lines.push(Line::Row(Box::new(cells(lock.kind, &site.stats)), text));
+        lines.push(Line::Row(
+            Box::new(cells(lock.kind, &site.stats, elapsed_ns)),
+            text,
+        ));
         // A lone site repeats the lock's numbers; its second line would too.
         if lock.sites.len() > 1 {
             push_waitqueue_note(lines, lock.kind, &site.stats, indent + 4);
@@ -234,7 +249,7 @@ fn push_lock(
 
 /// The numeric cells of a lock or site row. Wait queues without
 /// acquisitions show only WAIT (time asleep) and RJECT (timed-out waits).
-fn cells(kind: LockKind, s: &Stats) -> [Cell; 8] {
+fn cells(kind: LockKind, s: &Stats, elapsed_ns: u64) -> [Cell; 8] {
     let dash = || Cell::Text("-".to_string());
     let wait = pair(&s.wait_ns);
     let rject = Cell::Text(format_count(s.rejected));
@@ -242,8 +257,8 @@ fn cells(kind: LockKind, s: &Stats) -> [Cell; 8] {
         return [dash(), dash(), dash(), wait, dash(), dash(), dash(), rject];
     }
     [
-        Cell::Text(format_pct(s.util_pct)),
-        Cell::Text(format_pct(s.con_pct)),
+        Cell::Text(format_pct(s.util_pct(elapsed_ns))),
+        Cell::Text(format_pct(s.con_pct())),
         pair(&s.hold_ns),
         wait,
         Cell::Text(format_count(s.acquisitions)),
@@ -316,9 +331,8 @@ fn push_total(lines: &mut Vec<Line>, locks: &[&LockStats], elapsed_ns: u64) {
             acq.merge(&lock.total);
         }
     }
-    acq.refresh_derived(elapsed_ns);
     lines.push(Line::Row(
-        Box::new(cells(LockKind::Mutex, &acq)),
+        Box::new(cells(LockKind::Mutex, &acq, elapsed_ns)),
         "*TOTAL*".to_string(),
     ));
     if any_wq {

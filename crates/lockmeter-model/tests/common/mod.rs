@@ -75,24 +75,21 @@ pub fn site(site: &str, mode: Option<&str>, stats: Stats) -> SiteStats {
     }
 }
 
-/// A lock whose total is the sum of its sites, with CON and UTIL derived.
+/// A lock whose total is the sum of its sites.
 pub fn lock(
     id: &str,
     kind: LockKind,
     parent: Option<&str>,
-    mut sites: Vec<SiteStats>,
+    sites: Vec<SiteStats>,
     holders: Vec<Holder>,
-    elapsed_ns: u64,
 ) -> LockStats {
     let mut total = Stats::default();
-    for s in &mut sites {
-        s.stats.refresh_derived(elapsed_ns);
+    for s in &sites {
         total.merge(&s.stats);
     }
-    total.refresh_derived(elapsed_ns);
     LockStats {
         id: id.to_string(),
-        name: id.to_string(),
+        display_name: None,
         kind,
         created_at: format!("examples/{}.rs:40:17", id.split('.').next().unwrap_or(id)),
         instances: 1,
@@ -182,7 +179,6 @@ pub fn before() -> Snapshot {
                 holder(PIPE_READ, 6430, 101_000_000),
                 holder(PIPE_WRITE, 6421, 96_000_000),
             ],
-            w,
         ),
         lock(
             "pipe.sem.lock",
@@ -214,7 +210,6 @@ pub fn before() -> Snapshot {
                 holder(SEM_DOWN, 9000, 13_000_000),
                 holder(SEM_ADD, 8000, 9_000_000),
             ],
-            w,
         ),
         lock(
             "pipe.sem.wait",
@@ -234,7 +229,6 @@ pub fn before() -> Snapshot {
                 ),
             )],
             vec![],
-            w,
         ),
         lock(
             "bkl",
@@ -256,7 +250,6 @@ pub fn before() -> Snapshot {
                 holder(TCP_COPY, 2300, 5_100_000_000),
                 holder(TCP_ACCEPT, 100, 90_000_000),
             ],
-            w,
         ),
         lock(
             "accept.wait",
@@ -279,7 +272,6 @@ pub fn before() -> Snapshot {
                 ),
             )],
             vec![],
-            w,
         ),
         lock(
             "udp.rx.wait",
@@ -299,7 +291,6 @@ pub fn before() -> Snapshot {
                 ),
             )],
             vec![],
-            w,
         ),
         lock(
             "cache.rw",
@@ -323,7 +314,6 @@ pub fn before() -> Snapshot {
                 ),
             ],
             vec![holder("examples/cache.rs:47:22", 980, 2_900_000)],
-            w,
         ),
         lock(
             "ep.wait.lock",
@@ -342,7 +332,6 @@ pub fn before() -> Snapshot {
                 ),
             ],
             vec![],
-            w,
         ),
         lock(
             "ep.wait",
@@ -362,7 +351,6 @@ pub fn before() -> Snapshot {
                 ),
             )],
             vec![],
-            w,
         ),
     ];
     let mut snap = snapshot(4242, w, locks);
@@ -399,7 +387,6 @@ pub fn after() -> Snapshot {
                 holder(PIPE_READ, 1200, 1_000_000),
                 holder(PIPE_WRITE, 1100, 900_000),
             ],
-            w,
         ),
         lock(
             "bkl",
@@ -418,7 +405,6 @@ pub fn after() -> Snapshot {
                 ),
             ],
             vec![holder(TCP_ACCEPT, 420, 20_000_000)],
-            w,
         ),
         lock(
             "accept.wait",
@@ -438,7 +424,6 @@ pub fn after() -> Snapshot {
                 ),
             )],
             vec![],
-            w,
         ),
         lock(
             "udp.rx.wait",
@@ -450,7 +435,6 @@ pub fn after() -> Snapshot {
                 wq(4300, 4300, 4300, 20, 2, &[(20_000, 4300)], &[(5_000, 4300)]),
             )],
             vec![],
-            w,
         ),
         lock(
             "cache.rw",
@@ -474,7 +458,6 @@ pub fn after() -> Snapshot {
                 ),
             ],
             vec![holder("examples/cache.rs:47:22", 900, 2_700_000)],
-            w,
         ),
         lock(
             "ep.wait.lock",
@@ -486,7 +469,6 @@ pub fn after() -> Snapshot {
                 acq(19000, 400, &[(180, 19000)], &[(500, 400)]),
             )],
             vec![],
-            w,
         ),
         lock(
             "ep.wait",
@@ -506,7 +488,6 @@ pub fn after() -> Snapshot {
                 ),
             )],
             vec![],
-            w,
         ),
     ];
     let mut snap = snapshot(4300, w, locks);

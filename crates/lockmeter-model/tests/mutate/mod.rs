@@ -85,3 +85,15 @@ pub fn apply(bytes: &mut Vec<u8>, e: &Edit) {
         _ => {}
     }
 }
+
+/// The depths nesting is tried at: serde_json's recursion limit is 128.
+pub const NESTING_DEPTHS: [usize; 3] = [64, 1_000, 100_000];
+
+/// JSON nested `depth` deep: closed arrays, closed objects, and unclosed.
+pub fn nested(depth: usize) -> [String; 3] {
+    [
+        format!("{}{}", "[".repeat(depth), "]".repeat(depth)),
+        format!("{}1{}", "{\"a\":".repeat(depth), "}".repeat(depth)),
+        "[{\"a\":".repeat(depth),
+    ]
+}

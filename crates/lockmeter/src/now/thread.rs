@@ -110,13 +110,14 @@ pub(crate) fn exiting() {
     }
 }
 
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", not(miri)))]
 fn os_tid() -> u64 {
     // SAFETY: gettid has no preconditions.
     (unsafe { libc::gettid() }) as u64
 }
 
-#[cfg(not(target_os = "linux"))]
+/// Elsewhere (and under Miri, which has no `gettid`): a counter.
+#[cfg(any(not(target_os = "linux"), miri))]
 fn os_tid() -> u64 {
     use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
     static NEXT: AtomicU64 = AtomicU64::new(1);

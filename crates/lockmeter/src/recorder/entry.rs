@@ -391,7 +391,6 @@ impl Entry {
             exclusive_wakeups: self.exclusive_wakeups.get(),
             max_waiters: self.max_waiters.get(),
             wake_latency_ns: self.wake_latency.read(),
-            ..lockmeter_model::Stats::default()
         }
     }
 

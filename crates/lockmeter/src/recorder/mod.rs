@@ -203,7 +203,7 @@ impl Recorder {
                 .zip(&shards)
                 .map(|(shard, entries)| (&**shard, &entries[..]))
                 .collect();
-            (state.book.locks(&live, elapsed), elapsed)
+            (state.book.locks(&live), elapsed)
         };
         let mut snap = Snapshot::empty(self.process.clone(), self.clock_name);
         snap.window.start_unix_ns = self.start_unix_ns;

@@ -644,3 +644,16 @@ impl<R: RawRwLock, T: ?Sized + fmt::Debug> fmt::Debug for MeteredRwLock<R, T> {
         d.finish()
     }
 }
+
+impl<R: RawRwLock, T: ?Sized> MeteredRwLock<R, T> {
+    /// Runs `f` on the data if no writer holds the lock, without counting:
+    /// for `Debug` impls of wrappers, which look rather than acquire.
+    pub(crate) fn try_read_unmetered<U>(&self, f: impl FnOnce(&T) -> U) -> Option<U> {
+        let g = self.raw.try_lock_shared()?;
+        // SAFETY: we hold a read lock until `unlock_shared` below.
+        let out = f(unsafe { &*self.data.get() });
+        // SAFETY: `g` is the state of the acquisition just made.
+        unsafe { self.raw.unlock_shared(g) };
+        Some(out)
+    }
+}

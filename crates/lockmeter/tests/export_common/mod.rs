@@ -63,7 +63,7 @@ impl FakeSource {
         };
         s.locks.push(LockStats {
             id: LOCK.into(),
-            name: LOCK.into(),
+            display_name: None,
             kind: LockKind::Mutex,
             created_at: "tests/fake.rs:1:1".into(),
             instances: 1,

@@ -58,11 +58,7 @@ impl Book {
     /// The lock classes of a snapshot: the retired records and the
     /// entries of `live` (each shard with its entries, held by the caller
     /// for the whole call), in the two passes of [`Grouper`].
-    pub(crate) fn locks(
-        &mut self,
-        live: &[(&Shard, &[Arc<Entry>])],
-        elapsed_ns: u64,
-    ) -> Vec<LockStats> {
+    pub(crate) fn locks(&mut self, live: &[(&Shard, &[Arc<Entry>])]) -> Vec<LockStats> {
         let mut grouper = Grouper::default();
         for record in self.retired.values() {
             grouper.key_record(record);
@@ -77,7 +73,7 @@ impl Book {
         for entry in live.iter().flat_map(|(_, entries)| entries.iter()) {
             grouper.fill_entry(entry, &mut self.names);
         }
-        grouper.finish(&mut self.names, elapsed_ns)
+        grouper.finish(&mut self.names)
     }
 }
 
@@ -348,7 +344,7 @@ impl Grouper {
     /// The lock classes, sorted by id, their sites by (site, mode) and
     /// their holders by wait, longest first, then site. A class's total
     /// is the sum of its sites.
-    fn finish(self, names: &mut Names, elapsed_ns: u64) -> Vec<LockStats> {
+    fn finish(self, names: &mut Names) -> Vec<LockStats> {
         debug_assert_eq!(self.next, self.record_rows.len(), "every record filled");
         names.ranks();
         let names = &*names;
@@ -370,9 +366,9 @@ impl Grouper {
                         .then(rank[a.site as usize].cmp(&rank[b.site as usize]))
                 });
                 let id = names.text(acc.id);
-                let mut lock = LockStats {
+                LockStats {
                     id: id.to_string(),
-                    name: id.to_string(),
+                    display_name: None,
                     kind: acc.kind,
                     created_at: names.text(acc.class.created_at).to_string(),
                     instances: acc.instances,
@@ -388,9 +384,7 @@ impl Grouper {
                             wait_ns_total: h.wait_ns_total,
                         })
                         .collect(),
-                };
-                lock.refresh_derived(elapsed_ns);
-                lock
+                }
             })
             .collect()
     }

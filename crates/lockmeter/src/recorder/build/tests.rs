@@ -78,12 +78,12 @@ fn merge_holders(into: &mut Vec<Holder>, from: &[Holder]) {
     }
 }
 
-fn plain_group(records: Vec<Plain>, elapsed_ns: u64) -> Vec<LockStats> {
+fn plain_group(records: Vec<Plain>) -> Vec<LockStats> {
     let mut locks: BTreeMap<(String, &'static str), LockStats> = BTreeMap::new();
     for r in records {
         let lock = (locks.entry((r.id.clone(), r.kind.as_str()))).or_insert_with(|| LockStats {
             id: r.id.clone(),
-            name: r.id.clone(),
+            display_name: None,
             kind: r.kind,
             created_at: r.created_at.clone(),
             instances: 0,
@@ -114,7 +114,6 @@ fn plain_group(records: Vec<Plain>, elapsed_ns: u64) -> Vec<LockStats> {
             (b.wait_ns_total.cmp(&a.wait_ns_total)).then(a.site.cmp(&b.site))
         };
         lock.holders.sort_by(by_wait);
-        lock.refresh_derived(elapsed_ns);
     }
     locks
 }
@@ -234,7 +233,7 @@ fn plain_snapshot(rec: &Recorder, retired: &HashMap<PlainKey, Plain>) -> Vec<Loc
     for shard in &state.live {
         records.extend(shard.entries.lock().unwrap().iter().map(|e| Plain::of(e)));
     }
-    plain_group(records, 1_000_000_000)
+    plain_group(records)
 }
 
 fn plain_retire(shard: &Shard, retired: &mut HashMap<PlainKey, Plain>) {
@@ -248,11 +247,7 @@ fn plain_retire(shard: &Shard, retired: &mut HashMap<PlainKey, Plain>) {
 }
 
 fn snapshot(rec: &Recorder) -> Vec<LockStats> {
-    let mut locks = rec.cumulative().locks;
-    for lock in &mut locks {
-        lock.refresh_derived(1_000_000_000);
-    }
-    locks
+    rec.cumulative().locks
 }
 
 #[test]

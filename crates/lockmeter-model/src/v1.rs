@@ -1,0 +1,211 @@
+//! The on-disk shape of format v1, where it differs from the types in
+//! memory: `con_pct` and `util_pct` are written from [`Stats::con_pct`]
+//! and [`Stats::util_pct`] (over the snapshot's window), and a class's
+//! `name` from [`LockStats::name`]. Reading ignores the two percentages
+//! (they are recomputed) and keeps a `name` only where it differs from the
+//! `id`, so old dumps load unchanged and the bytes written stay the same.
+
+use serde::ser::{Serialize, SerializeStruct, Serializer};
+use serde::{Deserialize, Deserializer};
+
+use crate::now::{Deadlock, LockOrder, Now};
+use crate::{
+    Holder, LockKind, LockStats, ProcessInfo, Sampling, SiteStats, Snapshot, Stats, Window,
+};
+
+/// The top level, in the field order of the format. Every field of
+/// [`Snapshot`] must appear here (`every_field_of_a_snapshot_is_written`
+/// checks it).
+#[derive(serde::Serialize)]
+struct SnapshotOut<'a> {
+    format: &'a str,
+    version: u32,
+    process: &'a ProcessInfo,
+    window: &'a Window,
+    clock: &'a str,
+    dropped_records: u64,
+    sampling: &'a Sampling,
+    locks: Vec<LockOut<'a>>,
+    #[serde(skip_serializing_if = "Now::is_empty")]
+    now: &'a Now,
+    #[serde(skip_serializing_if = "<[Deadlock]>::is_empty")]
+    deadlocks: &'a [Deadlock],
+    #[serde(skip_serializing_if = "LockOrder::is_empty")]
+    lock_order: &'a LockOrder,
+}
+
+#[derive(serde::Serialize)]
+struct LockOut<'a> {
+    id: &'a str,
+    name: &'a str,
+    kind: LockKind,
+    created_at: &'a str,
+    instances: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    parent: Option<&'a str>,
+    total: StatsOut<'a>,
+    sites: Vec<SiteOut<'a>>,
+    holders: &'a [Holder],
+}
+
+#[derive(serde::Serialize)]
+struct SiteOut<'a> {
+    site: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    mode: Option<&'a str>,
+    #[serde(flatten)]
+    stats: StatsOut<'a>,
+}
+
+/// A [`Stats`] with the window its UTIL is over.
+struct StatsOut<'a> {
+    stats: &'a Stats,
+    elapsed_ns: u64,
+}
+
+impl Serialize for StatsOut<'_> {
+    fn serialize<S: Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        let s = self.stats;
+        let mut st = ser.serialize_struct("Stats", 20)?;
+        st.serialize_field("acquisitions", &s.acquisitions)?;
+        st.serialize_field("nowait", &s.nowait)?;
+        st.serialize_field("contended", &s.contended)?;
+        st.serialize_field("rejected", &s.rejected)?;
+        st.serialize_field("spins", &s.spins)?;
+        st.serialize_field("sleeps", &s.sleeps)?;
+        st.serialize_field("bounces", &s.bounces)?;
+        st.serialize_field("con_pct", &s.con_pct())?;
+        st.serialize_field("util_pct", &s.util_pct(self.elapsed_ns))?;
+        st.serialize_field("hold_ns", &s.hold_ns)?;
+        st.serialize_field("hold_timed", &s.hold_timed)?;
+        st.serialize_field("wait_ns", &s.wait_ns)?;
+        st.serialize_field("waits", &s.waits)?;
+        st.serialize_field("wake_calls", &s.wake_calls)?;
+        st.serialize_field("wakeups", &s.wakeups)?;
+        if s.empty_wake_calls == 0 {
+            st.skip_field("empty_wake_calls")?;
+        } else {
+            st.serialize_field("empty_wake_calls", &s.empty_wake_calls)?;
+        }
+        st.serialize_field("spurious_wakeups", &s.spurious_wakeups)?;
+        st.serialize_field("exclusive_wakeups", &s.exclusive_wakeups)?;
+        st.serialize_field("max_waiters", &s.max_waiters)?;
+        st.serialize_field("wake_latency_ns", &s.wake_latency_ns)?;
+        st.end()
+    }
+}
+
+impl<'a> LockOut<'a> {
+    fn new(l: &'a LockStats, elapsed_ns: u64) -> LockOut<'a> {
+        let stats = |stats| StatsOut { stats, elapsed_ns };
+        LockOut {
+            id: &l.id,
+            name: l.name(),
+            kind: l.kind,
+            created_at: &l.created_at,
+            instances: l.instances,
+            parent: l.parent.as_deref(),
+            total: stats(&l.total),
+            sites: l
+                .sites
+                .iter()
+                .map(|s: &'a SiteStats| SiteOut {
+                    site: &s.site,
+                    mode: s.mode.as_deref(),
+                    stats: stats(&s.stats),
+                })
+                .collect(),
+            holders: &l.holders,
+        }
+    }
+}
+
+impl Serialize for Snapshot {
+    fn serialize<S: Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        let elapsed_ns = self.window.elapsed_ns;
+        SnapshotOut {
+            format: &self.format,
+            version: self.version,
+            process: &self.process,
+            window: &self.window,
+            clock: &self.clock,
+            dropped_records: self.dropped_records,
+            sampling: &self.sampling,
+            locks: self
+                .locks
+                .iter()
+                .map(|l| LockOut::new(l, elapsed_ns))
+                .collect(),
+            now: &self.now,
+            deadlocks: &self.deadlocks,
+            lock_order: &self.lock_order,
+        }
+        .serialize(ser)
+    }
+}
+
+/// Reads `locks`, keeping a class's `name` only where it is not its id.
+pub(crate) fn locks_in<'de, D: Deserializer<'de>>(de: D) -> Result<Vec<LockStats>, D::Error> {
+    let mut locks = Vec::<LockStats>::deserialize(de)?;
+    for l in &mut locks {
+        if l.display_name.as_deref() == Some(l.id.as_str()) {
+            l.display_name = None;
+        }
+    }
+    Ok(locks)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::now::{Deadlock, LockOrder, Now};
+    use crate::parse_snapshot;
+
+    #[test]
+    fn a_name_equal_to_the_id_is_not_kept_but_is_written() {
+        let text = r#"{"format":"lockmeter","version":1,"process":{"pid":1,"name":"p"},
+            "window":{"start_unix_ns":0,"end_unix_ns":10,"elapsed_ns":10},"clock":"mock",
+            "locks":[
+              {"id":"a","name":"a","kind":"mutex","created_at":"x","total":{"contended":1,"acquisitions":4,"con_pct":99.0},"sites":[]},
+              {"id":"b","name":"shown","kind":"mutex","created_at":"x","total":{},"sites":[]}]}"#;
+        let snap = parse_snapshot(text).unwrap();
+        assert_eq!(snap.locks[0].display_name, None);
+        assert_eq!(snap.locks[0].name(), "a");
+        assert_eq!(snap.locks[1].name(), "shown");
+        // The stored percentage is recomputed, not trusted.
+        assert_eq!(snap.locks[0].total.con_pct(), 25.0);
+        let v: serde_json::Value = serde_json::to_value(&snap).unwrap();
+        assert_eq!(v["locks"][0]["name"], "a");
+        assert_eq!(v["locks"][0]["total"]["con_pct"], 25.0);
+        assert_eq!(v["locks"][1]["name"], "shown");
+    }
+
+    /// A field added to `Snapshot` but not to the mirror would be silently
+    /// dropped from dumps and the endpoint (as the hang extensions once
+    /// were): every extension survives a round trip.
+    #[test]
+    fn every_field_of_a_snapshot_is_written() {
+        let mut snap = parse_snapshot(include_str!("../tests/fixtures/v1-demo.json")).unwrap();
+        snap.now = Now {
+            untracked_holds: 3,
+            ..Now::default()
+        };
+        snap.deadlocks = vec![Deadlock {
+            detected_unix_ns: 5,
+            ..Deadlock::default()
+        }];
+        snap.lock_order = LockOrder {
+            recorded: true,
+            dropped_edges: 2,
+            ..LockOrder::default()
+        };
+        // Stats fields that are left out when zero must still be written
+        // when they are not (a condvar's notifies that woke nobody).
+        snap.locks[0].total.empty_wake_calls = 7;
+        snap.locks[0].sites[0].stats.empty_wake_calls = 7;
+        let text = serde_json::to_string(&snap).unwrap();
+        assert_eq!(parse_snapshot(&text).unwrap(), snap);
+        for key in ["\"now\"", "\"deadlocks\"", "\"lock_order\""] {
+            assert!(text.contains(key), "{key} not written");
+        }
+    }
+}

@@ -1,0 +1,286 @@
+//! `std::sync::Mutex`'s API over a metered [`crate::Mutex`].
+
+use std::cell::UnsafeCell;
+use std::fmt;
+use std::marker::PhantomData;
+use std::mem::{ManuallyDrop, MaybeUninit};
+use std::ops::{Deref, DerefMut};
+use std::panic::{RefUnwindSafe, UnwindSafe};
+use std::sync::{LockResult, PoisonError, TryLockError, TryLockResult};
+
+use super::poison;
+use crate::meter::Hold;
+
+/// A drop-in for [`std::sync::Mutex`]: the same API, poisoning included,
+/// with every acquisition counted at its call site.
+///
+/// The class is the creation site, or a name given with [`Mutex::named`].
+/// An acquisition that finds the mutex poisoned is counted like any other.
+///
+/// # Examples
+///
+/// ```
+/// use lockmeter::sync::Mutex;
+/// use std::sync::Arc;
+///
+/// let m = Arc::new(Mutex::new(0));
+/// let m2 = Arc::clone(&m);
+/// std::thread::spawn(move || *m2.lock().unwrap() += 1).join().unwrap();
+/// assert_eq!(*m.lock().unwrap(), 1);
+/// ```
+pub struct Mutex<T: ?Sized> {
+    poison: poison::Flag,
+    /// The metered guard's parts while the mutex is held, so that our
+    /// guard is two words, as std's: a seven-word guard inside a
+    /// `LockResult` was copied through the stack on every
+    /// `.lock().unwrap()` (+15 ns, twice std's cost).
+    held: UnsafeCell<MaybeUninit<Parts>>,
+    inner: crate::Mutex<T>,
+}
+
+/// What a [`crate::MutexGuard`] is made of: the raw lock's state and the
+/// hold being recorded.
+type Parts = (<parking_lot::RawMutex as lock_api::RawMutex>::Guard, Hold);
+
+// SAFETY: `held` is only touched by the thread holding `inner`, whose
+// acquire/release orders it between holders; the rest is `crate::Mutex`'s.
+unsafe impl<T: ?Sized + Send> Send for Mutex<T> {}
+// SAFETY: as above.
+unsafe impl<T: ?Sized + Send> Sync for Mutex<T> {}
+
+// Like std's: a panic while locked poisons the mutex, so observing it
+// after a caught panic is reported rather than silently broken.
+impl<T: ?Sized> UnwindSafe for Mutex<T> {}
+impl<T: ?Sized> RefUnwindSafe for Mutex<T> {}
+
+/// The guard of [`Mutex`]; unlocks (and poisons, if its thread is
+/// panicking) when dropped. Not `Send`, as std's: the hold is recorded by
+/// the acquiring thread.
+#[must_use = "if unused the Mutex will immediately unlock"]
+pub struct MutexGuard<'a, T: ?Sized + 'a> {
+    lock: &'a Mutex<T>,
+    state: poison::Guard,
+    _not_send: PhantomData<*const ()>,
+}
+
+// SAFETY: sharing the guard shares `&T` only.
+unsafe impl<T: ?Sized + Sync> Sync for MutexGuard<'_, T> {}
+
+impl<T> Mutex<T> {
+    /// A new unlocked mutex; its class is the caller's location.
+    #[track_caller]
+    pub const fn new(t: T) -> Mutex<T> {
+        Mutex {
+            poison: poison::Flag::new(),
+            held: UnsafeCell::new(MaybeUninit::uninit()),
+            inner: crate::Mutex::new(t),
+        }
+    }
+
+    /// A new unlocked mutex of the class `name` (not in std).
+    #[track_caller]
+    pub const fn named(name: &'static str, t: T) -> Mutex<T> {
+        Mutex {
+            poison: poison::Flag::new(),
+            held: UnsafeCell::new(MaybeUninit::uninit()),
+            inner: crate::Mutex::named(name, t),
+        }
+    }
+
+    /// Consumes the mutex, returning the data; `Err` if it is poisoned.
+    pub fn into_inner(self) -> LockResult<T> {
+        let poisoned = self.poison.get();
+        let data = self.inner.into_inner();
+        if poisoned {
+            Err(PoisonError::new(data))
+        } else {
+            Ok(data)
+        }
+    }
+}
+
+impl<T: ?Sized> Mutex<T> {
+    /// Blocks until the mutex is acquired; `Err` (still holding the guard)
+    /// if a holder panicked.
+    #[track_caller]
+    #[inline]
+    pub fn lock(&self) -> LockResult<MutexGuard<'_, T>> {
+        let inner = self.inner.lock();
+        self.guard(inner)
+    }
+
+    /// Acquires the mutex if it is free: `WouldBlock` if it is held,
+    /// `Poisoned` if it was free but a holder panicked.
+    #[track_caller]
+    #[inline]
+    pub fn try_lock(&self) -> TryLockResult<MutexGuard<'_, T>> {
+        match self.inner.try_lock() {
+            Some(inner) => Ok(self.guard(inner)?),
+            None => Err(TryLockError::WouldBlock),
+        }
+    }
+
+    /// Whether a holder panicked (a momentary answer).
+    #[inline]
+    pub fn is_poisoned(&self) -> bool {
+        self.poison.get()
+    }
+
+    /// Clears the poison flag.
+    #[inline]
+    pub fn clear_poison(&self) {
+        self.poison.clear();
+    }
+
+    /// Mutable access without locking; `Err` if it is poisoned.
+    pub fn get_mut(&mut self) -> LockResult<&mut T> {
+        let poisoned = self.poison.get();
+        let data = self.inner.get_mut();
+        if poisoned {
+            Err(PoisonError::new(data))
+        } else {
+            Ok(data)
+        }
+    }
+
+    /// Wraps a fresh acquisition (its parts go into `held`).
+    #[inline(always)]
+    fn guard<'a>(&'a self, inner: crate::MutexGuard<'a, T>) -> LockResult<MutexGuard<'a, T>> {
+        let guard = MutexGuard::new(self, inner);
+        if self.poison.get() {
+            Err(PoisonError::new(guard))
+        } else {
+            Ok(guard)
+        }
+    }
+}
+
+impl<'a, T: ?Sized> MutexGuard<'a, T> {
+    #[inline(always)]
+    fn new(lock: &'a Mutex<T>, inner: crate::MutexGuard<'a, T>) -> Self {
+        let parts = crate::MutexGuard::into_raw_parts(inner);
+        // SAFETY: we hold the lock, and only its holder touches `held`.
+        unsafe { (*lock.held.get()).write(parts) };
+        MutexGuard {
+            lock,
+            state: poison::Guard::new(),
+            _not_send: PhantomData,
+        }
+    }
+
+    /// The metered guard, rebuilt from `held`, for `f`, which may unlock
+    /// and relock through it (the condition variable); its parts go back
+    /// into `held` afterwards, also if `f` unwinds.
+    pub(crate) fn with_inner<U>(
+        &mut self,
+        f: impl FnOnce(&mut crate::MutexGuard<'a, T>) -> U,
+    ) -> U {
+        /// Puts the parts back on every way out.
+        struct Restore<'a, T: ?Sized> {
+            lock: &'a Mutex<T>,
+            inner: ManuallyDrop<crate::MutexGuard<'a, T>>,
+        }
+        impl<T: ?Sized> Drop for Restore<'_, T> {
+            fn drop(&mut self) {
+                // SAFETY: taken once, here.
+                let inner = unsafe { ManuallyDrop::take(&mut self.inner) };
+                let parts = crate::MutexGuard::into_raw_parts(inner);
+                // SAFETY: the lock is held (the guard is valid again after
+                // `f`, as a `&mut` guard must be), and only its holder
+                // touches `held`.
+                unsafe { (*self.lock.held.get()).write(parts) };
+            }
+        }
+        // SAFETY: this guard holds the lock, so `held` has its parts,
+        // written by `new` or by the last `Restore`; read out once here.
+        let (raw, hold) = unsafe { (*self.lock.held.get()).assume_init_read() };
+        // SAFETY: the parts of the held acquisition, and now its only copy.
+        let inner = unsafe { self.lock.inner.guard_from_parts(raw, hold) };
+        let mut restore = Restore {
+            lock: self.lock,
+            inner: ManuallyDrop::new(inner),
+        };
+        f(&mut restore.inner)
+    }
+
+    /// The poison flag of the guard's mutex.
+    pub(crate) fn poison(&self) -> &'a poison::Flag {
+        &self.lock.poison
+    }
+}
+
+impl<T> From<T> for Mutex<T> {
+    #[track_caller]
+    fn from(t: T) -> Self {
+        Mutex::new(t)
+    }
+}
+
+impl<T: Default> Default for Mutex<T> {
+    #[track_caller]
+    fn default() -> Self {
+        Mutex::new(T::default())
+    }
+}
+
+impl<T: ?Sized + fmt::Debug> fmt::Debug for Mutex<T> {
+    /// std's format: `Mutex { data: .., poisoned: false, .. }`, with
+    /// `"<locked>"` (quoted, as std prints it) for data held elsewhere.
+    /// Looking does not count.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut d = f.debug_struct("Mutex");
+        match self.inner.try_lock_unmetered(|data| {
+            d.field("data", &data);
+        }) {
+            Some(()) => {}
+            None => {
+                d.field("data", &"<locked>");
+            }
+        }
+        d.field("poisoned", &self.poison.get());
+        d.finish_non_exhaustive()
+    }
+}
+
+impl<T: ?Sized> Deref for MutexGuard<'_, T> {
+    type Target = T;
+    #[inline]
+    fn deref(&self) -> &T {
+        // SAFETY: the guard proves the lock is held.
+        unsafe { &*self.lock.inner.data_ptr() }
+    }
+}
+
+impl<T: ?Sized> DerefMut for MutexGuard<'_, T> {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut T {
+        // SAFETY: the guard proves the lock is held, exclusively.
+        unsafe { &mut *self.lock.inner.data_ptr() }
+    }
+}
+
+impl<T: ?Sized> Drop for MutexGuard<'_, T> {
+    /// Poisons (if panicking) while still holding, then unlocks and
+    /// records the hold through the metered guard.
+    #[inline]
+    fn drop(&mut self) {
+        self.lock.poison.done(&self.state);
+        // SAFETY: this guard holds the lock, so `held` has its parts; read
+        // out once, as the guard ends.
+        let (raw, hold) = unsafe { (*self.lock.held.get()).assume_init_read() };
+        // SAFETY: the parts of the held acquisition, and its only copy.
+        drop(unsafe { self.lock.inner.guard_from_parts(raw, hold) });
+    }
+}
+
+impl<T: ?Sized + fmt::Debug> fmt::Debug for MutexGuard<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&**self, f)
+    }
+}
+
+impl<T: ?Sized + fmt::Display> fmt::Display for MutexGuard<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        (**self).fmt(f)
+    }
+}

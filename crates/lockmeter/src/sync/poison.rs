@@ -1,0 +1,60 @@
+//! The poison flag std's locks carry, with std's rules: a guard dropped
+//! while its thread panics (and that was not panicking when it locked)
+//! poisons the lock; every later acquisition still succeeds but reports
+//! the poison, until `clear_poison`.
+
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::{LockResult, PoisonError};
+use std::thread;
+
+/// Whether a holder panicked. A plain std atomic, not the loom shim's: it
+/// is not part of any lock algorithm, and it must be built in `const fn`.
+/// Relaxed is enough, as in std: the lock's own acquire/release orders it
+/// against the data.
+pub(crate) struct Flag(AtomicBool);
+
+/// What a guard remembers to decide, at drop, whether it poisons.
+pub(crate) struct Guard {
+    panicking: bool,
+}
+
+impl Guard {
+    /// Called with the lock just acquired.
+    #[inline(always)]
+    pub(crate) fn new() -> Guard {
+        Guard {
+            panicking: thread::panicking(),
+        }
+    }
+}
+
+impl Flag {
+    pub(crate) const fn new() -> Flag {
+        Flag(AtomicBool::new(false))
+    }
+
+    /// Called with the lock still held, just before it is released.
+    #[inline]
+    pub(crate) fn done(&self, guard: &Guard) {
+        if !guard.panicking && thread::panicking() {
+            self.0.store(true, Relaxed);
+        }
+    }
+
+    #[inline]
+    pub(crate) fn get(&self) -> bool {
+        self.0.load(Relaxed)
+    }
+
+    pub(crate) fn clear(&self) {
+        self.0.store(false, Relaxed);
+    }
+}
+
+/// `Ok(value)` or, on a poisoned flag, `Err(PoisonError(value))`.
+pub(crate) fn map_result<T, U>(result: LockResult<T>, f: impl FnOnce(T) -> U) -> LockResult<U> {
+    match result {
+        Ok(t) => Ok(f(t)),
+        Err(e) => Err(PoisonError::new(f(e.into_inner()))),
+    }
+}

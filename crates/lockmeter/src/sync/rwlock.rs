@@ -1,0 +1,261 @@
+//! `std::sync::RwLock`'s API over a metered [`crate::RwLock`].
+
+use std::fmt;
+use std::ops::{Deref, DerefMut};
+use std::panic::{RefUnwindSafe, UnwindSafe};
+use std::sync::{LockResult, PoisonError, TryLockError, TryLockResult};
+
+use super::poison;
+
+/// A drop-in for [`std::sync::RwLock`]: the same API, poisoning included,
+/// with every acquisition counted at its call site, reads and writes apart.
+///
+/// As in std, only a writer that panics poisons the lock; readers see the
+/// poison as `Err` but do not cause it.
+///
+/// # Examples
+///
+/// ```
+/// use lockmeter::sync::RwLock;
+///
+/// let lock = RwLock::new(5);
+/// {
+///     let r1 = lock.read().unwrap();
+///     let r2 = lock.read().unwrap();
+///     assert_eq!(*r1 + *r2, 10);
+/// }
+/// *lock.write().unwrap() += 1;
+/// assert_eq!(lock.into_inner().unwrap(), 6);
+/// ```
+pub struct RwLock<T: ?Sized> {
+    poison: poison::Flag,
+    inner: crate::RwLock<T>,
+}
+
+impl<T: ?Sized> UnwindSafe for RwLock<T> {}
+impl<T: ?Sized> RefUnwindSafe for RwLock<T> {}
+
+/// Shared access to a [`RwLock`]'s data. Not `Send`, as std's.
+#[must_use = "if unused the RwLock will immediately unlock"]
+pub struct RwLockReadGuard<'a, T: ?Sized + 'a> {
+    inner: crate::RwLockReadGuard<'a, T>,
+}
+
+/// Exclusive access to a [`RwLock`]'s data; poisons the lock if dropped
+/// while its thread panics. Not `Send`, as std's.
+#[must_use = "if unused the RwLock will immediately unlock"]
+pub struct RwLockWriteGuard<'a, T: ?Sized + 'a> {
+    poison: &'a poison::Flag,
+    state: poison::Guard,
+    inner: crate::RwLockWriteGuard<'a, T>,
+}
+
+impl<T> RwLock<T> {
+    /// A new unlocked lock; its class is the caller's location.
+    #[track_caller]
+    pub const fn new(t: T) -> RwLock<T> {
+        RwLock {
+            poison: poison::Flag::new(),
+            inner: crate::RwLock::new(t),
+        }
+    }
+
+    /// A new unlocked lock of the class `name` (not in std).
+    #[track_caller]
+    pub const fn named(name: &'static str, t: T) -> RwLock<T> {
+        RwLock {
+            poison: poison::Flag::new(),
+            inner: crate::RwLock::named(name, t),
+        }
+    }
+
+    /// Consumes the lock, returning the data; `Err` if it is poisoned.
+    pub fn into_inner(self) -> LockResult<T> {
+        let poisoned = self.poison.get();
+        let data = self.inner.into_inner();
+        if poisoned {
+            Err(PoisonError::new(data))
+        } else {
+            Ok(data)
+        }
+    }
+}
+
+impl<T: ?Sized> RwLock<T> {
+    /// Blocks until shared access is acquired; `Err` (still holding the
+    /// guard) if a writer panicked.
+    #[track_caller]
+    #[inline]
+    pub fn read(&self) -> LockResult<RwLockReadGuard<'_, T>> {
+        let inner = self.inner.read();
+        self.read_guard(inner)
+    }
+
+    /// Shared access if no writer holds or waits in the way: `WouldBlock`
+    /// otherwise, `Poisoned` if acquired but a writer panicked.
+    #[track_caller]
+    #[inline]
+    pub fn try_read(&self) -> TryLockResult<RwLockReadGuard<'_, T>> {
+        match self.inner.try_read() {
+            Some(inner) => Ok(self.read_guard(inner)?),
+            None => Err(TryLockError::WouldBlock),
+        }
+    }
+
+    /// Blocks until exclusive access is acquired; `Err` (still holding the
+    /// guard) if a writer panicked.
+    #[track_caller]
+    #[inline]
+    pub fn write(&self) -> LockResult<RwLockWriteGuard<'_, T>> {
+        let inner = self.inner.write();
+        self.write_guard(inner)
+    }
+
+    /// Exclusive access if the lock is free: `WouldBlock` otherwise,
+    /// `Poisoned` if acquired but a writer panicked.
+    #[track_caller]
+    #[inline]
+    pub fn try_write(&self) -> TryLockResult<RwLockWriteGuard<'_, T>> {
+        match self.inner.try_write() {
+            Some(inner) => Ok(self.write_guard(inner)?),
+            None => Err(TryLockError::WouldBlock),
+        }
+    }
+
+    /// Whether a writer panicked (a momentary answer).
+    #[inline]
+    pub fn is_poisoned(&self) -> bool {
+        self.poison.get()
+    }
+
+    /// Clears the poison flag.
+    #[inline]
+    pub fn clear_poison(&self) {
+        self.poison.clear();
+    }
+
+    /// Mutable access without locking; `Err` if it is poisoned.
+    pub fn get_mut(&mut self) -> LockResult<&mut T> {
+        let poisoned = self.poison.get();
+        let data = self.inner.get_mut();
+        if poisoned {
+            Err(PoisonError::new(data))
+        } else {
+            Ok(data)
+        }
+    }
+
+    #[inline(always)]
+    fn read_guard<'a>(
+        &'a self,
+        inner: crate::RwLockReadGuard<'a, T>,
+    ) -> LockResult<RwLockReadGuard<'a, T>> {
+        if self.poison.get() {
+            Err(PoisonError::new(RwLockReadGuard { inner }))
+        } else {
+            Ok(RwLockReadGuard { inner })
+        }
+    }
+
+    #[inline(always)]
+    fn write_guard<'a>(
+        &'a self,
+        inner: crate::RwLockWriteGuard<'a, T>,
+    ) -> LockResult<RwLockWriteGuard<'a, T>> {
+        let guard = RwLockWriteGuard {
+            poison: &self.poison,
+            state: poison::Guard::new(),
+            inner,
+        };
+        if self.poison.get() {
+            Err(PoisonError::new(guard))
+        } else {
+            Ok(guard)
+        }
+    }
+}
+
+impl<T> From<T> for RwLock<T> {
+    #[track_caller]
+    fn from(t: T) -> Self {
+        RwLock::new(t)
+    }
+}
+
+impl<T: Default> Default for RwLock<T> {
+    #[track_caller]
+    fn default() -> Self {
+        RwLock::new(T::default())
+    }
+}
+
+impl<T: ?Sized + fmt::Debug> fmt::Debug for RwLock<T> {
+    /// std's format: `RwLock { data: .., poisoned: false, .. }`, with
+    /// `<locked>` for data a writer holds. Looking does not count.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut d = f.debug_struct("RwLock");
+        let shown = self.inner.try_read_unmetered(|data| {
+            d.field("data", &data);
+        });
+        if shown.is_none() {
+            d.field("data", &format_args!("<locked>"));
+        }
+        d.field("poisoned", &self.poison.get());
+        d.finish_non_exhaustive()
+    }
+}
+
+impl<T: ?Sized> Deref for RwLockReadGuard<'_, T> {
+    type Target = T;
+    #[inline]
+    fn deref(&self) -> &T {
+        &self.inner
+    }
+}
+
+impl<T: ?Sized> Deref for RwLockWriteGuard<'_, T> {
+    type Target = T;
+    #[inline]
+    fn deref(&self) -> &T {
+        &self.inner
+    }
+}
+
+impl<T: ?Sized> DerefMut for RwLockWriteGuard<'_, T> {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut T {
+        &mut self.inner
+    }
+}
+
+impl<T: ?Sized> Drop for RwLockWriteGuard<'_, T> {
+    /// Poisons (if panicking) while still holding; `inner` unlocks after.
+    #[inline]
+    fn drop(&mut self) {
+        self.poison.done(&self.state);
+    }
+}
+
+impl<T: ?Sized + fmt::Debug> fmt::Debug for RwLockReadGuard<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&**self, f)
+    }
+}
+
+impl<T: ?Sized + fmt::Display> fmt::Display for RwLockReadGuard<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        (**self).fmt(f)
+    }
+}
+
+impl<T: ?Sized + fmt::Debug> fmt::Debug for RwLockWriteGuard<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&**self, f)
+    }
+}
+
+impl<T: ?Sized + fmt::Display> fmt::Display for RwLockWriteGuard<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        (**self).fmt(f)
+    }
+}

@@ -1,0 +1,398 @@
+//! `lockmeter::sync` behaves as `std::sync` documents, with real threads:
+//! a panicking holder poisons, `clear_poison` clears, `try_lock` tells
+//! `WouldBlock` from `Poisoned`, `into_inner`/`get_mut` report poison,
+//! `Condvar`'s waits return as std's (`wait_timeout_while` results, poison
+//! seen by a waiter), and
+//! every acquisition, poisoned or not, is counted. Where std's behaviour
+//! can be observed side by side (Debug output, error messages), the test
+//! runs both and compares.
+
+mod common;
+
+use std::sync::{Arc, Barrier};
+use std::thread;
+use std::time::Duration;
+
+use common::{lock, observe, spawn_observed};
+use lockmeter::sync::{Condvar, Mutex, RwLock, TryLockError};
+
+/// Panics in a thread while holding `m`'s guard; the join reports it.
+fn poison_mutex<T: Send + 'static>(m: &Arc<Mutex<T>>) {
+    let m = Arc::clone(m);
+    let r = thread::spawn(move || {
+        let _g = m.lock().unwrap();
+        panic!("holder panics");
+    })
+    .join();
+    assert!(r.is_err());
+}
+
+#[test]
+fn a_panicking_holder_poisons_and_later_locks_still_get_the_data() {
+    let m = Arc::new(Mutex::new(1));
+    assert!(!m.is_poisoned());
+    poison_mutex(&m);
+    assert!(m.is_poisoned());
+    let err = m.lock().unwrap_err();
+    // The error carries the guard: the data stays reachable.
+    let mut g = err.into_inner();
+    *g += 1;
+    drop(g);
+    assert_eq!(*m.lock().unwrap_or_else(|e| e.into_inner()), 2);
+    // A lock taken after the poison and released normally does not clear it.
+    assert!(m.is_poisoned());
+}
+
+#[test]
+fn clear_poison_makes_lock_succeed_again() {
+    let m = Arc::new(Mutex::new(0));
+    poison_mutex(&m);
+    m.clear_poison();
+    assert!(!m.is_poisoned());
+    assert_eq!(*m.lock().unwrap(), 0);
+}
+
+#[test]
+fn a_guard_taken_while_already_panicking_does_not_poison() {
+    // std: only a guard acquired *before* the panic began poisons.
+    struct LockOnDrop(Arc<Mutex<u8>>);
+    impl Drop for LockOnDrop {
+        fn drop(&mut self) {
+            let _g = self.0.lock().unwrap();
+        }
+    }
+    let m = Arc::new(Mutex::new(0));
+    let m2 = Arc::clone(&m);
+    let r = thread::spawn(move || {
+        let _d = LockOnDrop(m2);
+        panic!("unwinds through a Drop that locks");
+    })
+    .join();
+    assert!(r.is_err());
+    assert!(!m.is_poisoned());
+}
+
+#[test]
+fn try_lock_tells_would_block_from_poisoned() {
+    let m = Arc::new(Mutex::new(()));
+    let held = Arc::new(Barrier::new(2));
+    let done = Arc::new(Barrier::new(2));
+    let t = {
+        let (m, held, done) = (m.clone(), held.clone(), done.clone());
+        thread::spawn(move || {
+            let _g = m.lock().unwrap();
+            held.wait();
+            done.wait();
+        })
+    };
+    held.wait();
+    assert!(matches!(m.try_lock(), Err(TryLockError::WouldBlock)));
+    done.wait();
+    t.join().unwrap();
+    assert!(m.try_lock().is_ok());
+
+    poison_mutex(&m);
+    match m.try_lock() {
+        Err(TryLockError::Poisoned(e)) => drop(e.into_inner()),
+        other => panic!("expected Poisoned, got {:?}", other.map(|_| ())),
+    };
+}
+
+#[test]
+fn into_inner_and_get_mut_of_a_poisoned_mutex_return_the_data_as_err() {
+    let m = Arc::new(Mutex::new(vec![1, 2]));
+    poison_mutex(&m);
+    let mut m = Arc::try_unwrap(m).unwrap_or_else(|_| unreachable!("one owner"));
+    m.get_mut().unwrap_err().into_inner().push(3);
+    let data = m.into_inner().unwrap_err().into_inner();
+    assert_eq!(data, vec![1, 2, 3]);
+
+    let fine = Mutex::new(5);
+    assert_eq!(fine.into_inner().unwrap(), 5);
+}
+
+#[test]
+fn a_panicking_writer_poisons_a_rwlock_and_a_panicking_reader_does_not() {
+    let l = Arc::new(RwLock::new(0));
+    let l2 = l.clone();
+    assert!(thread::spawn(move || {
+        let _r = l2.read().unwrap();
+        panic!("reader panics");
+    })
+    .join()
+    .is_err());
+    assert!(!l.is_poisoned());
+
+    let l2 = l.clone();
+    assert!(thread::spawn(move || {
+        let _w = l2.write().unwrap();
+        panic!("writer panics");
+    })
+    .join()
+    .is_err());
+    assert!(l.is_poisoned());
+    assert!(l.read().is_err());
+    assert!(l.write().is_err());
+    assert!(matches!(l.try_read(), Err(TryLockError::Poisoned(_))));
+    {
+        let _r = l.read().unwrap_or_else(|e| e.into_inner());
+        assert!(matches!(l.try_write(), Err(TryLockError::WouldBlock)));
+    }
+    l.clear_poison();
+    assert!(l.try_write().is_ok());
+    let l = Arc::try_unwrap(l).unwrap_or_else(|_| unreachable!("one owner"));
+    assert_eq!(l.into_inner().unwrap(), 0);
+}
+
+#[test]
+fn debug_output_matches_std() {
+    let ours = Mutex::new(7);
+    let std = std::sync::Mutex::new(7);
+    assert_eq!(format!("{ours:?}"), format!("{std:?}"));
+    let (g1, g2) = (ours.lock().unwrap(), std.lock().unwrap());
+    assert_eq!(format!("{ours:?}"), format!("{std:?}"));
+    assert_eq!(format!("{g1:?} {g1}"), format!("{g2:?} {g2}"));
+    drop((g1, g2));
+
+    let ours = RwLock::new("x");
+    let std = std::sync::RwLock::new("x");
+    assert_eq!(format!("{ours:?}"), format!("{std:?}"));
+    let (w1, w2) = (ours.write().unwrap(), std.write().unwrap());
+    assert_eq!(format!("{ours:?}"), format!("{std:?}"));
+    drop((w1, w2));
+
+    let ours = Arc::new(Mutex::new(0));
+    let std = Arc::new(std::sync::Mutex::new(0));
+    poison_mutex(&ours);
+    let s = std.clone();
+    let _ = thread::spawn(move || {
+        let _g = s.lock().unwrap();
+        panic!("std holder panics");
+    })
+    .join();
+    assert_eq!(format!("{ours:?}"), format!("{std:?}"));
+    let (e1, e2) = (ours.lock().unwrap_err(), std.lock().unwrap_err());
+    assert_eq!(e1.to_string(), e2.to_string());
+}
+
+#[test]
+fn std_constructors_and_traits_compile_and_work() {
+    static GLOBAL: Mutex<Vec<u8>> = Mutex::new(Vec::new());
+    GLOBAL.lock().unwrap().push(1);
+    let d: Mutex<u8> = Mutex::default();
+    let f: RwLock<u8> = RwLock::from(3);
+    assert_eq!((*d.lock().unwrap(), *f.read().unwrap()), (0, 3));
+    // RefUnwindSafe, as std's: a `&Mutex` can cross `catch_unwind`.
+    let m = Mutex::new(0);
+    let r = std::panic::catch_unwind(|| {
+        let _g = m.lock().unwrap();
+        panic!("inside catch_unwind");
+    });
+    assert!(r.is_err() && m.is_poisoned());
+    fn is_send_sync<T: Send + Sync>() {}
+    is_send_sync::<Mutex<u8>>();
+    is_send_sync::<RwLock<u8>>();
+}
+
+#[test]
+fn poisoned_acquisitions_are_counted() {
+    const THREADS: u64 = 4;
+    const ITERS: u64 = 1_000;
+    let (handle, ()) = observe(|| {
+        let m = Arc::new(Mutex::named("sync.poisoned", 0u64));
+        let m2 = m.clone();
+        let _ = spawn_observed(move || {
+            let _g = m2.lock().unwrap();
+            panic!("poisons");
+        })
+        .join();
+        let ts: Vec<_> = (0..THREADS)
+            .map(|_| {
+                let m = m.clone();
+                spawn_observed(move || {
+                    for _ in 0..ITERS {
+                        *m.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+                    }
+                })
+            })
+            .collect();
+        ts.into_iter().for_each(|t| t.join().unwrap());
+        assert!(m.is_poisoned());
+        assert!(matches!(m.try_lock(), Err(TryLockError::Poisoned(_))));
+    });
+    let snap = handle.snapshot();
+    let s = &lock(&snap, "sync.poisoned").total;
+    // The poisoning lock, every loop iteration, and the final try_lock.
+    assert_eq!(s.acquisitions, 1 + THREADS * ITERS + 1);
+    assert_eq!(s.nowait + s.contended, s.acquisitions);
+}
+
+/// A waiter on `pair` for `!ready`, in its own thread.
+fn waiter(pair: &Arc<(Mutex<bool>, Condvar)>) -> thread::JoinHandle<bool> {
+    let pair = Arc::clone(pair);
+    thread::spawn(move || {
+        let (m, c) = &*pair;
+        match c.wait_while(m.lock().unwrap(), |ready| !*ready) {
+            Ok(g) => *g,
+            Err(e) => {
+                assert!(*e.into_inner(), "returned with the condition true");
+                false
+            }
+        }
+    })
+}
+
+#[test]
+fn wait_while_returns_once_the_condition_holds_and_notify_all_wakes_every_waiter() {
+    let pair = Arc::new((Mutex::new(false), Condvar::new()));
+    let waiters: Vec<_> = (0..4).map(|_| waiter(&pair)).collect();
+    // Notifies with the condition still false wake nobody for good.
+    for _ in 0..3 {
+        pair.1.notify_all();
+        thread::yield_now();
+    }
+    *pair.0.lock().unwrap() = true;
+    pair.1.notify_all();
+    for w in waiters {
+        assert!(w.join().unwrap());
+    }
+}
+
+#[test]
+fn wait_timeout_while_reports_timeout_with_the_condition_still_true() {
+    let m = Mutex::new(0);
+    let c = Condvar::new();
+    let (g, r) = c
+        .wait_timeout_while(m.lock().unwrap(), Duration::from_millis(20), |v| *v == 0)
+        .unwrap();
+    assert!(r.timed_out());
+    assert_eq!(*g, 0);
+    drop(g);
+
+    // A condition already false returns at once, not timed out.
+    let (g, r) = c
+        .wait_timeout_while(m.lock().unwrap(), Duration::from_secs(60), |v| *v != 0)
+        .unwrap();
+    assert!(!r.timed_out());
+    drop(g);
+
+    // std's type: the user's annotations keep compiling.
+    let (_g, r): (_, std::sync::WaitTimeoutResult) = c
+        .wait_timeout(m.lock().unwrap(), Duration::from_millis(1))
+        .unwrap();
+    assert!(r.timed_out());
+}
+
+#[test]
+fn wait_timeout_while_returns_not_timed_out_when_notified_in_time() {
+    let pair = Arc::new((Mutex::new(false), Condvar::new()));
+    let p2 = Arc::clone(&pair);
+    let t = thread::spawn(move || {
+        *p2.0.lock().unwrap() = true;
+        p2.1.notify_one();
+    });
+    let (m, c) = &*pair;
+    let (g, r) = c
+        .wait_timeout_while(m.lock().unwrap(), Duration::from_secs(60), |ready| !*ready)
+        .unwrap();
+    assert!(*g && !r.timed_out());
+    drop(g);
+    t.join().unwrap();
+}
+
+#[test]
+fn a_wait_returns_err_when_the_mutex_was_poisoned_meanwhile() {
+    // 0: start, 1: the waiter is waiting, 2: released.
+    let pair = Arc::new((Mutex::new(0u8), Condvar::new()));
+    let p = Arc::clone(&pair);
+    let w = thread::spawn(move || {
+        let (m, c) = &*p;
+        let mut g = m.lock().unwrap();
+        *g = 1;
+        let err = c.wait_while(g, |s| *s != 2).map(|_| ()).unwrap_err();
+        assert_eq!(**err.get_ref(), 2, "returned with the condition true");
+    });
+    // Seen as 1 under the lock, the waiter has released it: it is waiting.
+    while *pair.0.lock().unwrap() != 1 {
+        thread::yield_now();
+    }
+    let p = Arc::clone(&pair);
+    let r = thread::spawn(move || {
+        let mut g = p.0.lock().unwrap();
+        *g = 2;
+        p.1.notify_all();
+        panic!("poisons while the waiter sleeps");
+    })
+    .join();
+    assert!(r.is_err());
+    // The waiter woke to a poisoned mutex: Err, carrying the guard.
+    w.join().unwrap();
+    assert!(pair.0.is_poisoned());
+}
+
+#[test]
+fn condvar_waits_and_the_mutex_reacquisitions_are_counted() {
+    const WAITS: u64 = 5;
+    let (handle, ()) = observe(|| {
+        let m = Mutex::named("sync.cv.mutex", ());
+        let c = Condvar::named("sync.cv");
+        let mut g = m.lock().unwrap();
+        for _ in 0..WAITS {
+            let (g2, r) = c.wait_timeout(g, Duration::from_millis(1)).unwrap();
+            assert!(r.timed_out());
+            g = g2;
+        }
+        drop(g);
+        c.notify_one();
+    });
+    let snap = handle.snapshot();
+    let cv = &lock(&snap, "sync.cv").total;
+    assert_eq!(cv.rejected, WAITS, "every wait timed out");
+    assert_eq!(cv.empty_wake_calls, 1, "the notify found nobody");
+    // The first lock, then one reacquisition per wait.
+    assert_eq!(lock(&snap, "sync.cv.mutex").total.acquisitions, 1 + WAITS);
+}
+
+#[test]
+fn a_condvar_used_with_two_mutexes_panics_and_leaves_the_mutex_sound() {
+    // 0: start, 1: the waiter on m1 is waiting, 2: released.
+    let m1 = Mutex::new(0u8);
+    let m2 = Mutex::new(());
+    let c = Condvar::new();
+    thread::scope(|s| {
+        let waiter = s.spawn(|| {
+            let mut g = m1.lock().unwrap();
+            *g = 1;
+            drop(c.wait_while(g, |st| *st != 2).unwrap());
+        });
+        while *m1.lock().unwrap() != 1 {
+            thread::yield_now();
+        }
+        // m1's waiter is queued: waiting with m2 is the bad input.
+        let r = std::panic::catch_unwind(|| {
+            let g = m2.lock().unwrap();
+            let _ = c.wait_timeout(g, Duration::from_millis(1));
+        });
+        let msg = r.unwrap_err();
+        let msg = msg
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .unwrap_or("");
+        assert_eq!(
+            msg,
+            "attempted to use a condition variable with more than one mutex"
+        );
+        *m1.lock().unwrap() = 2;
+        c.notify_all();
+        waiter.join().unwrap();
+    });
+    // The guard unwound once: poisoned as std's would be, and unlocked
+    // exactly once (a second unlock would let the try_lock below in).
+    assert!(m2.is_poisoned());
+    let held = m2.lock().unwrap_err().into_inner();
+    thread::scope(|s| {
+        s.spawn(|| assert!(matches!(m2.try_lock(), Err(TryLockError::WouldBlock))));
+    });
+    drop(held);
+    assert!(matches!(m2.try_lock(), Err(TryLockError::Poisoned(_))));
+}
