@@ -6,7 +6,7 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use seed_harness::{epoll, meter, report, CommonArgs};
+use seed_harness::{epoll, report, CommonArgs};
 
 /// epoll wakeups: one lock acquisition fewer per event.
 #[derive(Debug, Parser)]
@@ -40,11 +40,10 @@ fn main() -> ExitCode {
     cfg.workers = args.workers.max(1);
     cfg.pin = !args.no_pin;
     cfg.connections = cfg.connections.max(4 * cfg.workers);
-    let handle = meter::install_global();
-    report::conclude(
+    report::measure(
         &args.common,
         "epoll_wakeups",
-        epoll::run(&cfg, &handle),
+        |h| epoll::run(&cfg, h),
         epoll::render,
     )
 }

@@ -6,7 +6,7 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use seed_harness::{keyed, meter, report, CommonArgs};
+use seed_harness::{keyed, report, CommonArgs};
 
 /// Keyed wakeups: TX completion no longer wakes a blocked receiver.
 #[derive(Debug, Parser)]
@@ -24,11 +24,10 @@ fn main() -> ExitCode {
     if let Some(r) = args.rounds {
         cfg.rounds = r;
     }
-    let handle = meter::install_global();
-    report::conclude(
+    report::measure(
         &args.common,
         "keyed_wakeups",
-        keyed::run(&cfg, &handle),
+        |h| keyed::run(&cfg, h),
         keyed::render,
     )
 }

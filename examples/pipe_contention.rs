@@ -6,7 +6,7 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use seed_harness::{meter, pipe, report, CommonArgs};
+use seed_harness::{pipe, report, CommonArgs};
 
 /// Pipe contention: semaphore vs spinlock around a briefly held buffer.
 #[derive(Debug, Parser)]
@@ -35,11 +35,10 @@ fn main() -> ExitCode {
         cfg.repeats = r.max(1);
     }
     cfg.pin = !args.no_pin;
-    let handle = meter::install_global();
-    report::conclude(
+    report::measure(
         &args.common,
         "pipe_contention",
-        pipe::run(&cfg, &handle),
+        |h| pipe::run(&cfg, h),
         pipe::render,
     )
 }

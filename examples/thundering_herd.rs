@@ -6,7 +6,7 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use seed_harness::{herd, meter, report, CommonArgs};
+use seed_harness::{herd, report, CommonArgs};
 
 /// Thundering herd: wake-all vs exclusive wake-one on an accept queue.
 #[derive(Debug, Parser)]
@@ -31,11 +31,10 @@ fn main() -> ExitCode {
     if let Some(s) = args.sleepers {
         cfg.sleepers = s;
     }
-    let handle = meter::install_global();
-    report::conclude(
+    report::measure(
         &args.common,
         "thundering_herd",
-        herd::run(&cfg, &handle),
+        |h| herd::run(&cfg, h),
         herd::render,
     )
 }

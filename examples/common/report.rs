@@ -45,6 +45,18 @@ pub struct Report<R> {
     pub results: R,
 }
 
+/// Every example's `main` after its options: `run` the experiment under a
+/// global lockmeter layer and [`conclude`].
+pub fn measure<R: Serialize + Clone>(
+    args: &CommonArgs,
+    example: &str,
+    run: impl FnOnce(&lockmeter::Handle) -> io::Result<Outcome<R>>,
+    render_results: impl Fn(&R) -> String,
+) -> ExitCode {
+    let handle = crate::meter::install_global();
+    conclude(args, example, run(&handle), render_results)
+}
+
 /// The end of every example's `main`: the outcome of its run reported by
 /// [`finish`], or the error on stderr and a failure exit.
 pub fn conclude<R: Serialize + Clone>(

@@ -292,3 +292,54 @@ fn threads_waiting_behind_a_busy_holder_are_a_chain_not_a_deadlock() {
         "nothing held any more"
     );
 }
+
+/// A thread re-entering its own ReentrantMutex never waits on itself, and
+/// a FairMutex waiter behind it is a waiter, not a cycle.
+#[test]
+fn reentrant_mutex_re_entry_is_not_a_cycle() {
+    let o = layer();
+    let r = Arc::new(lockmeter::ReentrantMutex::named("re.r", ()));
+    let f = Arc::new(lockmeter::FairMutex::named("re.f", ()));
+    let go = Arc::new(Barrier::new(3));
+    let (r1, f1, g1) = (r.clone(), f.clone(), go.clone());
+    let owner = o.spawn("re-owner", move || {
+        let _outer = r1.lock();
+        let _f = f1.lock();
+        let _inner = r1.lock(); // re-entry while holding another lock
+        g1.wait();
+        std::thread::sleep(Duration::from_millis(1500));
+    });
+    let (r2, f2, g2) = (r.clone(), f.clone(), go.clone());
+    let waiter = o.spawn("re-waiter", move || {
+        g2.wait();
+        let _r = r2.try_lock_for(WAIT);
+        let _f = f2.try_lock_for(WAIT);
+    });
+    go.wait();
+    let (snap, _) = o.poll(Duration::from_secs(1), |s| {
+        s.now
+            .locks
+            .iter()
+            .any(|l| l.id == "re.r" && !l.waiters.is_empty())
+    });
+    owner.join().unwrap();
+    waiter.join().unwrap();
+    let l = snap
+        .now
+        .locks
+        .iter()
+        .find(|l| l.id == "re.r")
+        .expect("re.r in now");
+    assert_eq!(l.holders.len(), 2, "both levels are held: {l:?}");
+    assert!(l.holders.iter().all(|h| h.thread.name == "re-owner"));
+    assert_eq!(l.waiters[0].thread.name, "re-waiter");
+    let later = o.handle.snapshot();
+    assert!(
+        !later
+            .deadlocks
+            .iter()
+            .any(|d| d.threads.iter().any(|t| t.thread.name.starts_with("re-"))),
+        "{:?}",
+        later.deadlocks
+    );
+}
