@@ -344,8 +344,8 @@ fn run(command: Command) -> Result<(), String> {
                 Ok(format) => {
                     let text = commands::table(&snap, &opts, &thresholds, format);
                     match &a.output {
-                        Some(path) => std::fs::write(path, text)
-                            .map_err(|e| format!("cannot write {}: {e}", path.display())),
+                        Some(path) => lockmeter_wire::write_atomic(path, text.as_bytes())
+                            .map_err(|e| e.to_string()),
                         None => print(&text),
                     }
                 }

@@ -2,7 +2,6 @@
 //! profile for other tools, written to `-o FILE` (or stdout for the text
 //! formats). The encoders are the model's (`lockmeter_model::profile`).
 
-use std::io::Write as _;
 use std::path::Path;
 
 use clap::ValueEnum;
@@ -77,9 +76,8 @@ pub fn export(
     }
 }
 
-/// Writes `bytes` to `path`, with an error that names the path.
+/// Writes `bytes` to `path` atomically (the one atomic write, shared with
+/// dumps), with an error that names the path.
 fn write_file(path: &Path, bytes: &[u8]) -> Result<(), String> {
-    std::fs::File::create(path)
-        .and_then(|mut f| f.write_all(bytes).and_then(|()| f.flush()))
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+    lockmeter_wire::write_atomic(path, bytes).map_err(|e| e.to_string())
 }
