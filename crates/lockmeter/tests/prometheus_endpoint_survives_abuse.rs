@@ -34,6 +34,8 @@ fn serve(source: Arc<dyn SnapshotSource>, config: ExportConfig) -> (Exporter, So
 fn scraped(addr: SocketAddr) -> f64 {
     let reply = get(addr, "/metrics", None);
     assert_eq!(reply.status, 200, "{reply:?}");
+    // One request per connection, and the client is told so.
+    assert_eq!(reply.header("connection"), Some("close"), "{reply:?}");
     let s = samples(&reply.body);
     value(
         &s,
@@ -257,8 +259,15 @@ fn the_applications_counts_stay_exact_under_abuse() {
                         1 => exchange(addr, &[b'x'; 20_000]).map(|_| ()),
                         2 => TcpStream::connect(addr).map(drop),
                         _ => {
+                            // The connect-and-drop abuser can fill every
+                            // client slot: then a scrape is refused with
+                            // 503 and Retry-After, as designed, and counted.
                             let r = get(addr, "/metrics", None);
-                            assert_eq!(r.status, 200, "{r:?}");
+                            match r.status {
+                                200 => assert!(!samples(&r.body).is_empty(), "{r:?}"),
+                                503 => assert!(r.header("retry-after").is_some(), "{r:?}"),
+                                _ => panic!("a scrape got neither its metrics nor 503: {r:?}"),
+                            }
                             Ok(())
                         }
                     };

@@ -129,10 +129,10 @@ pub(crate) fn parse(head: &[u8]) -> Request {
     }
 }
 
-/// A complete response with `Streamection: close`.
+/// A complete response with `Connection: close`.
 pub(crate) fn response(status: &str, content_type: &str, extra: &str, body: &str) -> Vec<u8> {
     let mut out = format!(
-        "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n{extra}Streamection: close\r\n\r\n",
+        "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n{extra}Connection: close\r\n\r\n",
         body.len()
     )
     .into_bytes();
