@@ -5,7 +5,9 @@
 //! whatever else ran meanwhile. Instead each pair is measured as
 //! `bare, instrumented, bare, instrumented, ...`, each repetition a short
 //! batch, and the medians are reported. The ratio is the median of the
-//! per-repetition ratios, so drift that hits both halves of a pair cancels.
+//! per-repetition ratios, so drift that hits both halves of a pair cancels,
+//! and the spread of those ratios ([`Spread`]) says whether drift that hit
+//! one half only was small enough to judge the row (see `report::Verdict`).
 
 use std::time::{Duration, Instant};
 
@@ -31,19 +33,19 @@ impl Config {
     pub fn new(quick: bool) -> Config {
         if quick {
             Config {
-                reps: 7,
+                reps: 5,
                 batch: Duration::from_millis(8),
                 window: Duration::from_millis(40),
-                contended_reps: 7,
+                contended_reps: 5,
                 wakes: 300,
                 quick,
             }
         } else {
             Config {
-                reps: 21,
+                reps: 15,
                 batch: Duration::from_millis(25),
                 window: Duration::from_millis(60),
-                contended_reps: 21,
+                contended_reps: 15,
                 wakes: 2000,
                 quick,
             }
@@ -58,6 +60,65 @@ pub struct Pair {
     pub instrumented: f64,
     /// Median of the per-repetition ratios instrumented / bare.
     pub ratio: f64,
+    /// How far apart the per-repetition ratios are.
+    pub spread: Spread,
+}
+
+impl Pair {
+    /// The medians and ratio spread of runs measured pairwise:
+    /// `bare[k]` and `instrumented[k]` one after the other.
+    pub fn from_runs(bare: &[f64], instrumented: &[f64]) -> Pair {
+        let ratios: Vec<f64> = bare.iter().zip(instrumented).map(|(b, i)| i / b).collect();
+        Pair {
+            bare: median(bare),
+            instrumented: median(instrumented),
+            ratio: median(&ratios),
+            spread: Spread::of(&ratios),
+        }
+    }
+}
+
+/// The spread of a row's pairwise ratios: quartiles and extremes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Spread {
+    /// First and third quartile (linear interpolation between order
+    /// statistics; with 5 pairs, the 2nd and 4th smallest).
+    pub q1: f64,
+    pub q3: f64,
+    pub min: f64,
+    pub max: f64,
+    /// How many finite pairwise ratios there were.
+    pub pairs: usize,
+}
+
+impl Spread {
+    /// The spread of `xs` (NaNs and infinities left out).
+    pub fn of(xs: &[f64]) -> Spread {
+        let mut v: Vec<f64> = xs.iter().copied().filter(|x| x.is_finite()).collect();
+        v.sort_by(f64::total_cmp);
+        Spread {
+            q1: quantile(&v, 0.25),
+            q3: quantile(&v, 0.75),
+            min: v.first().copied().unwrap_or(f64::NAN),
+            max: v.last().copied().unwrap_or(f64::NAN),
+            pairs: v.len(),
+        }
+    }
+
+    /// The interquartile range relative to `median`.
+    pub fn relative_iqr(&self, median: f64) -> f64 {
+        (self.q3 - self.q1) / median.abs()
+    }
+}
+
+/// The `q` quantile of sorted `v`, interpolated; NaN if empty.
+fn quantile(v: &[f64], q: f64) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    let at = q * (v.len() - 1) as f64;
+    let (lo, hi) = (at.floor() as usize, at.ceil() as usize);
+    v[lo] + (v[hi] - v[lo]) * (at - lo as f64)
 }
 
 /// The median of `xs` (mean of the middle two for an even count); NaN if empty.
@@ -84,19 +145,11 @@ pub fn interleave(
 ) -> Pair {
     let mut b = Vec::with_capacity(reps);
     let mut i = Vec::with_capacity(reps);
-    let mut r = Vec::with_capacity(reps);
     for _ in 0..reps.max(1) {
-        let x = bare();
-        let y = instrumented();
-        b.push(x);
-        i.push(y);
-        r.push(y / x);
+        b.push(bare());
+        i.push(instrumented());
     }
-    Pair {
-        bare: median(&b),
-        instrumented: median(&i),
-        ratio: median(&r),
-    }
+    Pair::from_runs(&b, &i)
 }
 
 /// Nanoseconds per operation of `run(n)`, which performs `n` operations.
@@ -169,5 +222,20 @@ mod tests {
         assert_eq!(p.bare, 2.0);
         assert_eq!(p.instrumented, 10.0);
         assert_eq!(p.ratio, 5.0);
+        // Ratios 10, 5, 3.33: quartiles halfway between neighbours.
+        assert_eq!(p.spread.pairs, 3);
+        assert_eq!(p.spread.max, 10.0);
+        assert!((p.spread.q1 - (10.0 / 3.0 + 5.0) / 2.0).abs() < 1e-12);
+        assert_eq!(p.spread.q3, 7.5);
+    }
+
+    #[test]
+    fn quartiles_of_five_are_the_second_and_fourth() {
+        let s = Spread::of(&[5.0, 1.0, 4.0, f64::NAN, 2.0, 3.0]);
+        assert_eq!((s.q1, s.q3, s.min, s.max, s.pairs), (2.0, 4.0, 1.0, 5.0, 5));
+        assert!((s.relative_iqr(3.0) - 2.0 / 3.0).abs() < 1e-12);
+        let empty = Spread::of(&[]);
+        assert!(empty.q1.is_nan() && empty.max.is_nan());
+        assert_eq!(empty.pairs, 0);
     }
 }
