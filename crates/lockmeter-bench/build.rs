@@ -25,43 +25,44 @@ fn write(name: &str, src: &str) {
     }
 }
 
-/// `take_cold`: the generic 50-site function.
-fn cold_sites() -> String {
+/// Source of `pub fn {name}{signature}`: a `match i` whose `count` arms
+/// each run `call` (a call site of their own), and of the const `konst`
+/// that says how many there are.
+fn sites(name: &str, signature: &str, call: &str, konst: &str, count: usize) -> String {
     let mut src = String::new();
-    let _ = writeln!(src, "/// Distinct call sites in [`take_cold`].");
-    let _ = writeln!(src, "pub const COLD_SITES: usize = {COLD_SITES};");
+    let _ = writeln!(src, "/// Distinct call sites in [`{name}`].");
+    let _ = writeln!(src, "pub const {konst}: usize = {count};");
     let _ = writeln!(
         src,
-        "/// Takes `lock` at generated call site `i` (nothing if `i >= COLD_SITES`)."
+        "/// Takes `lock` at generated call site `i` (nothing if `i >= {konst}`)."
     );
     let _ = writeln!(
         src,
-        "#[inline(never)]\npub fn take_cold<L: Take>(lock: &L, i: usize) {{\n    match i {{"
+        "#[inline(never)]\npub fn {name}{signature} {{\n    match i {{"
     );
-    for i in 0..COLD_SITES {
-        let _ = writeln!(src, "        {i} => lock.take(),");
+    for i in 0..count {
+        let _ = writeln!(src, "        {i} => {call},");
     }
     let _ = writeln!(src, "        _ => {{}}\n    }}\n}}");
     src
 }
 
 fn main() {
-    let mut src = String::new();
-    let _ = writeln!(src, "/// Distinct call sites in [`take_at`].");
-    let _ = writeln!(src, "pub const GENERATED_SITES: usize = {SITES};");
-    let _ = writeln!(
-        src,
-        "/// Takes `lock` at generated call site `i` (nothing if `i >= GENERATED_SITES`)."
+    let snapshot = sites(
+        "take_at",
+        "(lock: &lockmeter::SpinLock<u64>, i: usize)",
+        "take(lock)",
+        "GENERATED_SITES",
+        SITES,
     );
-    let _ = writeln!(
-        src,
-        "pub fn take_at(lock: &lockmeter::SpinLock<u64>, i: usize) {{\n    match i {{"
+    write("sites.rs", &snapshot);
+    let cold = sites(
+        "take_cold",
+        "<L: Take>(lock: &L, i: usize)",
+        "lock.take()",
+        "COLD_SITES",
+        COLD_SITES,
     );
-    for i in 0..SITES {
-        let _ = writeln!(src, "        {i} => take(lock),");
-    }
-    let _ = writeln!(src, "        _ => {{}}\n    }}\n}}");
-    write("sites.rs", &src);
-    write("cold_sites.rs", &cold_sites());
+    write("cold_sites.rs", &cold);
     println!("cargo::rerun-if-changed=build.rs");
 }

@@ -5,7 +5,9 @@
 //! For every row of `uncontended::OPS` the bench re-executes itself under
 //! callgrind three times: the bare side, the instrumented side with no
 //! layer in the process, and the instrumented side with a layer installed
-//! as the global default. Each child (hidden flag `--callgrind-child
+//! as the global default; for SpinLock and Mutex a fourth time, with a
+//! second layer's dispatcher in effect as a scoped default on top of the
+//! global one (the `scoped vs global` rows). Each child (hidden flag `--callgrind-child
 //! WHAT:SIDE`) runs the operation `ops / 10 + 1` times to warm up (a new
 //! call site's entry, lazily built tables), then `ops` times inside
 //! [`callgrind_measured`]; callgrind collects only inside that function
@@ -35,6 +37,8 @@ const MEASURED: &str = "*callgrind_measured*";
 pub enum Side {
     Bare,
     Instrumented(Phase),
+    /// Observed by a scoped dispatcher, a global one installed too.
+    Scoped,
 }
 
 impl Side {
@@ -43,6 +47,7 @@ impl Side {
             Side::Bare => "bare",
             Side::Instrumented(Phase::Unobserved) => "unobserved",
             Side::Instrumented(Phase::Observed) => "observed",
+            Side::Scoped => "scoped",
         }
     }
 
@@ -51,6 +56,7 @@ impl Side {
             "bare" => Some(Side::Bare),
             "unobserved" => Some(Side::Instrumented(Phase::Unobserved)),
             "observed" => Some(Side::Instrumented(Phase::Observed)),
+            "scoped" => Some(Side::Scoped),
             _ => None,
         }
     }
@@ -66,7 +72,7 @@ impl Runner for Child {
     fn pair(&self, mut bare: impl FnMut(u64), mut inst: impl FnMut(u64)) -> Pair {
         match self.side {
             Side::Bare => warm_then_measure(self.ops, &mut bare),
-            Side::Instrumented(_) => warm_then_measure(self.ops, &mut inst),
+            Side::Instrumented(_) | Side::Scoped => warm_then_measure(self.ops, &mut inst),
         }
         // Nothing is timed in a child; the counts are callgrind's.
         Pair::from_runs(&[], &[])
@@ -85,8 +91,8 @@ fn callgrind_measured(ops: u64, run: &mut impl FnMut(u64)) {
 }
 
 /// The child's side of `--callgrind-child WHAT:SIDE`: runs that side of
-/// row `what` (installing a global layer first for `observed`). An error
-/// for a spec that names no row or side.
+/// row `what` (installing a global layer first for `observed` and
+/// `scoped`). An error for a spec that names no row or side.
 pub fn child(spec: &str, ops: u64) -> Result<(), String> {
     let (what, side) = spec
         .split_once(':')
@@ -97,13 +103,18 @@ pub fn child(spec: &str, ops: u64) -> Result<(), String> {
         .iter()
         .find(|o| o.what == what)
         .ok_or_else(|| format!("no uncontended row {what:?}"))?;
-    if side == Side::Instrumented(Phase::Observed) {
-        use tracing_subscriber::layer::SubscriberExt;
-        let subscriber = tracing_subscriber::registry().with(lockmeter::Layer::new());
-        tracing::subscriber::set_global_default(subscriber)
+    use tracing_subscriber::layer::SubscriberExt;
+    let layered = || tracing_subscriber::registry().with(lockmeter::Layer::new());
+    if matches!(side, Side::Instrumented(Phase::Observed) | Side::Scoped) {
+        tracing::subscriber::set_global_default(layered())
             .map_err(|e| format!("could not install the layer: {e}"))?;
     }
-    (op.child)(&Child { side, ops });
+    let run = || (op.child)(&Child { side, ops });
+    if side == Side::Scoped {
+        tracing::dispatcher::with_default(&tracing::Dispatch::new(layered()), run);
+    } else {
+        run();
+    }
     Ok(())
 }
 
@@ -166,25 +177,53 @@ pub fn rows(only: &[String], ops: u64) -> Vec<Row> {
             (_, Err(e)) => Err(e.clone()),
         };
         let bare = counted(Side::Bare);
-        for phase in [Phase::Unobserved, Phase::Observed] {
-            let mut row = row_of(op, phase, Unit::InstrPerOp, "callgrind");
-            row.goal = Goal::Info;
-            match (bare.clone(), counted(Side::Instrumented(phase))) {
-                (Ok(b), Ok(i)) => {
-                    row.bare = Some(b);
-                    row.instrumented = Some(i);
-                    row.ratio = Some(i / b);
-                    row.note = format!("bare: {}; {ops} ops after warm-up", op.bare);
-                }
-                (Err(e), _) | (_, Err(e)) => row.note = format!("not measured: {e}"),
-            }
-            rows.push(row);
+        let unobserved = counted(Side::Instrumented(Phase::Unobserved));
+        let observed = counted(Side::Instrumented(Phase::Observed));
+        let note = format!("bare: {}; {ops} ops after warm-up", op.bare);
+        for (phase, inst) in [
+            (Phase::Unobserved, &unobserved),
+            (Phase::Observed, &observed),
+        ] {
+            let row = row_of(op, phase, Unit::InstrPerOp, "callgrind");
+            rows.push(filled(row, &bare, inst, &note));
+        }
+        if SCOPED.contains(&op.what) {
+            let row = Row::new(
+                &format!("callgrind_scoped_vs_global_{}", op.what),
+                &format!(
+                    "callgrind observed {}, scoped dispatcher vs global",
+                    op.label
+                ),
+                Unit::InstrPerOp,
+                Goal::Info,
+            );
+            let note = "bare: the same lockmeter loop under the global dispatcher";
+            rows.push(filled(row, &observed, &counted(Side::Scoped), note));
         }
     }
     if let Ok(dir) = dir {
         let _ = std::fs::remove_dir(dir);
     }
     rows
+}
+
+/// The rows that also get a scoped-vs-global count, as the timed mode rows.
+const SCOPED: [&str; 2] = ["spinlock", "mutex"];
+
+/// `row` (as information: counts have no goal) with Ir/op `inst`
+/// against `bare`, or the error that kept either from being counted.
+fn filled(mut row: Row, bare: &Result<f64, String>, inst: &Result<f64, String>, note: &str) -> Row {
+    row.goal = Goal::Info;
+    match (bare, inst) {
+        (Ok(b), Ok(i)) => {
+            row.bare = Some(*b);
+            row.instrumented = Some(*i);
+            row.ratio = Some(i / b);
+            row.note = note.to_string();
+        }
+        (Err(e), _) | (_, Err(e)) => row.note = format!("not measured: {e}"),
+    }
+    row
 }
 
 /// A fresh directory of this process's for the callgrind output files.
@@ -220,6 +259,7 @@ mod tests {
             Side::Bare,
             Side::Instrumented(Phase::Unobserved),
             Side::Instrumented(Phase::Observed),
+            Side::Scoped,
         ] {
             assert_eq!(Side::parse(side.key()), Some(side));
         }

@@ -9,6 +9,7 @@
 //! and the spread of those ratios ([`Spread`]) says whether drift that hit
 //! one half only was small enough to judge the row (see `report::Verdict`).
 
+use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 /// How long and how often to measure.
@@ -172,6 +173,13 @@ pub fn calibrate(target: Duration, run: &mut impl FnMut(u64)) -> u64 {
             return ((target.as_secs_f64() / per.max(1e-12)) as u64).clamp(1_000, 1 << 36);
         }
         n *= 2;
+    }
+}
+
+/// The loop with the operation removed: the "bare" of a component row.
+pub fn empty_loop(n: u64) {
+    for i in 0..n {
+        black_box(i);
     }
 }
 
