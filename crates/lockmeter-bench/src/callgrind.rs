@@ -22,7 +22,7 @@ use std::process::Command;
 
 use crate::measure::Pair;
 use crate::report::{Goal, Row, Unit};
-use crate::uncontended::{row_of, Op, Phase, Runner, OPS};
+use crate::uncontended::{row_of, Loop, Op, Phase, Runner, OPS};
 
 /// Operations counted per child by default: enough that a per-call cost
 /// of one instruction shows as 1.00 Ir/op, small enough for ~1 s a child.
@@ -69,7 +69,7 @@ pub struct Child {
 }
 
 impl Runner for Child {
-    fn pair(&self, mut bare: impl FnMut(u64), mut inst: impl FnMut(u64)) -> Pair {
+    fn pair(&self, mut bare: impl Loop, mut inst: impl Loop) -> Pair {
         match self.side {
             Side::Bare => warm_then_measure(self.ops, &mut bare),
             Side::Instrumented(_) | Side::Scoped => warm_then_measure(self.ops, &mut inst),
