@@ -87,6 +87,14 @@ fn main() {
         return;
     }
     if args.callgrind {
+        let known: Vec<&str> = uncontended::OPS.iter().map(|o| o.what).collect();
+        if let Some(bad) = args.only.iter().find(|o| !known.contains(&o.as_str())) {
+            eprintln!(
+                "lockmeter-bench: --callgrind --only: no uncontended row {bad:?}; the rows are: {}",
+                known.join(", ")
+            );
+            std::process::exit(2);
+        }
         let rows = callgrind::rows(&args.only, args.callgrind_ops);
         print_rows(&args, &rows);
         return;
@@ -95,7 +103,10 @@ fn main() {
     let started = Instant::now();
     let mut rows: Vec<Row> = Vec::new();
     let only = args.only.clone();
+    // Every step name offered, to say which --only names matched none.
+    let mut steps: Vec<String> = Vec::new();
     let mut step = |name: &str, f: &mut dyn FnMut() -> Vec<Row>| {
+        steps.push(name.to_string());
         if !only.is_empty() && !only.iter().any(|o| o == name) {
             return;
         }
@@ -153,6 +164,13 @@ fn main() {
         step("snapshot", &mut || snapshot::rows(&cfg));
     }
     eprintln!("[{:>5.1}s] done", started.elapsed().as_secs_f64());
+    if let Some(bad) = args.only.iter().find(|o| !steps.contains(o)) {
+        eprintln!(
+            "lockmeter-bench: --only: no step {bad:?} in this mode; the steps are: {}",
+            steps.join(", ")
+        );
+        std::process::exit(2);
+    }
     print_rows(&args, &rows);
 }
 
