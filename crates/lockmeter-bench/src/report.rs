@@ -363,30 +363,28 @@ mod tests {
     }
 
     #[test]
-    fn a_goal_inside_a_wide_spread_is_noisy() {
-        let mut r = row(Goal::RatioAtLeast(0.9), Some(0.95), None);
-        r.spread = spread(0.6, 1.1);
-        assert_eq!(r.verdict(), Verdict::Noisy);
-        let mut r = row(Goal::RatioAtMost(1.2), Some(1.1), None);
-        r.spread = spread(1.0, 1.4);
-        assert_eq!(r.verdict(), Verdict::Noisy);
-    }
-
-    #[test]
-    fn a_wide_spread_on_one_side_of_the_goal_is_judged() {
-        let mut r = row(Goal::RatioAtLeast(0.6), Some(0.3), None);
-        r.spread = spread(0.2, 0.55);
-        assert_eq!(r.verdict(), Verdict::Miss);
-        let mut r = row(Goal::RatioAtMost(1.2), Some(1.0), None);
-        r.spread = spread(0.8, 1.19);
-        assert_eq!(r.verdict(), Verdict::Pass);
-    }
-
-    #[test]
-    fn a_tight_spread_at_the_goal_is_judged_by_the_median() {
-        let mut r = row(Goal::RatioAtMost(1.05), Some(1.051), None);
-        r.spread = spread(1.045, 1.055);
-        assert_eq!(r.verdict(), Verdict::Miss);
+    fn the_spread_decides_whether_a_row_is_judged() {
+        let cases = [
+            // The goal inside a wide IQR: noisy, whichever side the median is.
+            (Goal::RatioAtLeast(0.9), 0.95, (0.6, 1.1), Verdict::Noisy),
+            (Goal::RatioAtMost(1.2), 1.1, (1.0, 1.4), Verdict::Noisy),
+            // Wide, but all on one side of the goal: judged.
+            (Goal::RatioAtLeast(0.6), 0.3, (0.2, 0.55), Verdict::Miss),
+            (Goal::RatioAtMost(1.2), 1.0, (0.8, 1.19), Verdict::Pass),
+            // The goal inside an IQR under 2 % of the median: the median decides.
+            (
+                Goal::RatioAtMost(1.05),
+                1.051,
+                (1.045, 1.055),
+                Verdict::Miss,
+            ),
+            (Goal::RatioAtLeast(0.9), 0.905, (0.899, 0.91), Verdict::Pass),
+        ];
+        for (i, (goal, ratio, (q1, q3), want)) in cases.into_iter().enumerate() {
+            let mut r = row(goal, Some(ratio), None);
+            r.spread = spread(q1, q3);
+            assert_eq!(r.verdict(), want, "case {i}");
+        }
     }
 
     #[test]
