@@ -122,5 +122,7 @@ fn round_trip(cfg: &Config) -> Pair {
     // A round trip is microseconds: a shorter calibration floor than the
     // uncontended rows' would still be thousands of them per batch.
     cfg.batch = cfg.batch.max(std::time::Duration::from_millis(20));
+    // The round trip sleeps: its cost is wall time.
+    cfg.timer = crate::measure::Timer::Wall;
     ns_pair(&cfg, |n| bare.rounds(n), |n| inst.rounds(n))
 }

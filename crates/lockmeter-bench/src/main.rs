@@ -55,6 +55,10 @@ struct Args {
     /// Print one JSON object keyed by row instead of the table.
     #[arg(long)]
     json: bool,
+    /// Time the single-thread rows in wall time, not in the thread's CPU
+    /// time (which leaves out time spent preempted by other processes).
+    #[arg(long)]
+    wall_clock: bool,
     /// Run only these steps (comma-separated): unobserved, components,
     /// stacks, observed, modes, contended, memory, waitqueue, snapshot; with
     /// --prometheus: observed, contended, scrape; with --callgrind: the
@@ -99,7 +103,10 @@ fn main() {
         print_rows(&args, &rows);
         return;
     }
-    let cfg = Config::new(args.quick);
+    let mut cfg = Config::new(args.quick);
+    if args.wall_clock {
+        cfg.timer = measure::Timer::Wall;
+    }
     let started = Instant::now();
     let mut rows: Vec<Row> = Vec::new();
     let only = args.only.clone();

@@ -27,6 +27,41 @@ pub struct Config {
     pub wakes: usize,
     /// Whether this is the `--quick` smoke run.
     pub quick: bool,
+    /// What the single-thread batches are timed with.
+    pub timer: Timer,
+}
+
+/// What a timed batch's duration is read from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Timer {
+    /// Wall time: for rows that sleep or wait for another thread.
+    Wall,
+    /// The calling thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`): the time
+    /// the thread spent preempted by other processes does not count. For
+    /// single-thread rows that never block, on a machine shared with
+    /// other work; falls back to wall time where the clock is missing.
+    ThreadCpu,
+}
+
+impl Timer {
+    /// Nanoseconds on this timer's clock since an arbitrary origin.
+    fn now_ns(self, origin: Instant) -> u128 {
+        match self {
+            Timer::Wall => origin.elapsed().as_nanos(),
+            Timer::ThreadCpu => thread_cpu_ns().unwrap_or_else(|| origin.elapsed().as_nanos()),
+        }
+    }
+}
+
+/// The calling thread's CPU time in nanoseconds.
+fn thread_cpu_ns() -> Option<u128> {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec for the call's duration.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    (rc == 0).then(|| ts.tv_sec as u128 * 1_000_000_000 + ts.tv_nsec as u128)
 }
 
 impl Config {
@@ -40,6 +75,7 @@ impl Config {
                 contended_reps: 5,
                 wakes: 300,
                 quick,
+                timer: Timer::ThreadCpu,
             }
         } else {
             Config {
@@ -49,6 +85,7 @@ impl Config {
                 contended_reps: 15,
                 wakes: 2000,
                 quick,
+                timer: Timer::ThreadCpu,
             }
         }
     }
@@ -153,12 +190,15 @@ pub fn interleave(
     Pair::from_runs(&b, &i)
 }
 
-/// Nanoseconds per operation of `run(n)`, which performs `n` operations.
+/// Nanoseconds per operation of `run(n)`, which performs `n` operations,
+/// on `timer`'s clock.
 #[inline(never)]
-pub fn ns_per_op<F: FnMut(u64) + ?Sized>(iters: u64, run: &mut F) -> f64 {
-    let t = Instant::now();
+pub fn ns_per_op<F: FnMut(u64) + ?Sized>(timer: Timer, iters: u64, run: &mut F) -> f64 {
+    let origin = Instant::now();
+    let t0 = timer.now_ns(origin);
     run(iters);
-    t.elapsed().as_nanos() as f64 / iters as f64
+    let t1 = timer.now_ns(origin);
+    t1.saturating_sub(t0) as f64 / iters as f64
 }
 
 /// How many operations of `run` fill about `target` of wall time.
@@ -188,12 +228,13 @@ pub fn ns_pair(cfg: &Config, mut bare: impl FnMut(u64), mut instrumented: impl F
     // Size batches by the slower side, so that neither overruns the budget.
     let iters = calibrate(cfg.batch, &mut bare).min(calibrate(cfg.batch, &mut instrumented));
     // Warm both up once: first-use work (a new site's entry) is not steady state.
-    ns_per_op(iters / 10 + 1, &mut bare);
-    ns_per_op(iters / 10 + 1, &mut instrumented);
+    let timer = cfg.timer;
+    ns_per_op(timer, iters / 10 + 1, &mut bare);
+    ns_per_op(timer, iters / 10 + 1, &mut instrumented);
     interleave(
         cfg.reps,
-        || ns_per_op(iters, &mut bare),
-        || ns_per_op(iters, &mut instrumented),
+        || ns_per_op(timer, iters, &mut bare),
+        || ns_per_op(timer, iters, &mut instrumented),
     )
 }
 
@@ -235,6 +276,18 @@ mod tests {
         assert_eq!(p.spread.max, 10.0);
         assert!((p.spread.q1 - (10.0 / 3.0 + 5.0) / 2.0).abs() < 1e-12);
         assert_eq!(p.spread.q3, 7.5);
+    }
+
+    #[test]
+    fn thread_cpu_time_leaves_out_sleep() {
+        let mut sleep = |n: u64| std::thread::sleep(std::time::Duration::from_millis(n));
+        let wall = ns_per_op(Timer::Wall, 20, &mut sleep);
+        let cpu = ns_per_op(Timer::ThreadCpu, 20, &mut sleep);
+        assert!(wall >= 1e6, "20 ms of sleep, per ms: {wall} ns");
+        assert!(
+            cpu < wall / 4.0,
+            "asleep, the thread used {cpu} ns of CPU per ms"
+        );
     }
 
     #[test]

@@ -70,11 +70,11 @@ impl Runner for Scoped<'_> {
         let (jobs, batches) = mpsc::channel::<u64>();
         let (times, timed) = mpsc::channel::<f64>();
         std::thread::scope(|s| {
-            let dispatch = self.dispatch;
+            let (dispatch, timer) = (self.dispatch, self.cfg.timer);
             s.spawn(move || {
                 tracing::dispatcher::with_default(dispatch, || {
                     for n in batches {
-                        if times.send(ns_per_op(n, &mut inst)).is_err() {
+                        if times.send(ns_per_op(timer, n, &mut inst)).is_err() {
                             break;
                         }
                     }
@@ -89,11 +89,11 @@ impl Runner for Scoped<'_> {
                 }
             };
             let iters = calibrate(self.cfg.batch, &mut global);
-            ns_per_op(iters / 10 + 1, &mut global);
+            ns_per_op(timer, iters / 10 + 1, &mut global);
             scoped(iters / 10 + 1);
             let pair = interleave(
                 self.cfg.reps,
-                || ns_per_op(iters, &mut global),
+                || ns_per_op(timer, iters, &mut global),
                 || scoped(iters),
             );
             drop(jobs);
