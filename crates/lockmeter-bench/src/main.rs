@@ -104,7 +104,9 @@ fn main() {
         return;
     }
     let mut cfg = Config::new(args.quick);
-    if args.wall_clock {
+    // With --prometheus the scrapes' CPU taken from the measured thread is
+    // part of what is measured, so the rows there are in wall time too.
+    if args.wall_clock || args.prometheus {
         cfg.timer = measure::Timer::Wall;
     }
     let started = Instant::now();
