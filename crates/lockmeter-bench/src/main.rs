@@ -104,9 +104,7 @@ fn main() {
         return;
     }
     let mut cfg = Config::new(args.quick);
-    // With --prometheus the scrapes' CPU taken from the measured thread is
-    // part of what is measured, so the rows there are in wall time too.
-    if args.wall_clock || args.prometheus {
+    if args.wall_clock {
         cfg.timer = measure::Timer::Wall;
     }
     let started = Instant::now();
