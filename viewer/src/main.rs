@@ -436,7 +436,7 @@ fn run(command: Command) -> Result<(), String> {
                 Err(entries) => (App::for_picker(entries, opts, interval), Source::Static),
             };
             if a.live.totals {
-                app.mode = Mode::Totals;
+                app.view.mode = Mode::Totals;
             }
             app.set_thresholds(thresholds);
             run_tui(app, source, &a.live)
@@ -460,7 +460,7 @@ fn run(command: Command) -> Result<(), String> {
             needs_terminal()?;
             let mut app = App::new(Origin::Demo, opts, interval);
             if a.live.totals {
-                app.mode = Mode::Totals;
+                app.view.mode = Mode::Totals;
             }
             app.set_thresholds(thresholds);
             let demo = Demo::start()?;
@@ -495,7 +495,7 @@ fn top_fleet(a: &TopArgs, opts: TableOptions, thresholds: Thresholds) -> Result<
     };
     let mut app = App::new(Origin::Endpoint(what), opts, interval);
     if a.live.totals {
-        app.mode = Mode::Totals;
+        app.view.mode = Mode::Totals;
     }
     app.set_thresholds(thresholds);
     let fleet = lockmeter_viewer::fleet::FleetFeed::spawn(targets, interval);
@@ -606,7 +606,7 @@ fn exit_on_hangup() -> Result<(), String> {
 }
 
 fn write_dump(app: &mut App, dir: &Path) {
-    let what = match app.mode {
+    let what = match app.view.mode {
         Mode::Rates => "interval",
         Mode::Totals => "totals",
     };

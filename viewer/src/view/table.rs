@@ -100,8 +100,12 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &mut App) {
     let first_num = 1 + usize::from(kind);
     draw_groups(frame, groups_area, &cols, &rects[first_num..]);
 
-    let sort = app.opts.sort;
-    let arrow = if app.opts.descending { "▼" } else { "▲" };
+    let sort = app.view.opts.sort;
+    let arrow = if app.view.opts.descending {
+        "▼"
+    } else {
+        "▲"
+    };
     let head_style = Style::new().add_modifier(Modifier::BOLD);
     let sorted_style = head_style
         .fg(Color::Cyan)
@@ -145,12 +149,12 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &mut App) {
         .highlight_spacing(HighlightSpacing::Always)
         .row_highlight_style(Style::new().add_modifier(Modifier::REVERSED));
     let mut state = TableState::new()
-        .with_offset(app.hits.offset)
+        .with_offset(app.view.hits.offset)
         .with_selected(selected);
     frame.render_stateful_widget(table, table_area, &mut state);
 
     if empty {
-        let msg = if app.opts.filter.is_some() {
+        let msg = if app.view.opts.filter.is_some() {
             "no lock matches the filter (Esc clears it)"
         } else {
             "no instrumented lock has been used yet"
@@ -184,16 +188,16 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &mut App) {
     }
     let id_selected = selected.and_then(|i| rows.get(i)).and_then(Row::id);
     drop(rows);
-    app.hits.header = header_hits;
-    app.hits.rows = row_hits;
-    app.hits.offset = state.offset();
-    if app.selected.is_none() {
-        app.selected = id_selected;
+    app.view.hits.header = header_hits;
+    app.view.hits.rows = row_hits;
+    app.view.hits.offset = state.offset();
+    if app.view.selected.is_none() {
+        app.view.selected = id_selected;
     }
 }
 
 fn waiting(app: &App) -> Paragraph<'static> {
-    let msg = match (&app.origin, &app.link) {
+    let msg = match (&app.data.origin, &app.data.link) {
         (_, Link::Lost { reason, .. }) => format!("target gone before any data: {reason}"),
         (Origin::Endpoint(t), _) => format!("connecting to {t}…"),
         (Origin::Demo, _) => "starting the demo workloads…".to_string(),
