@@ -498,7 +498,11 @@ fn top_fleet(a: &TopArgs, opts: TableOptions, thresholds: Thresholds) -> Result<
         app.view.mode = Mode::Totals;
     }
     app.set_thresholds(thresholds);
-    let fleet = lockmeter_viewer::fleet::FleetFeed::spawn(targets, interval);
+    let fleet = if a.all {
+        lockmeter_viewer::fleet::FleetFeed::spawn_discovering(targets, interval)
+    } else {
+        lockmeter_viewer::fleet::FleetFeed::spawn(targets, interval)
+    };
     run_tui(app, Source::Fleet(fleet), &a.live)
 }
 

@@ -28,6 +28,7 @@ fn lock(id: &str, acquisitions: u64, holds: &[u64], hold_timed: u64) -> LockStat
         sites: vec![SiteStats {
             site: "x.rs:2:2".into(),
             mode: None,
+            pid: None,
             stats,
         }],
         holders: Vec::new(),

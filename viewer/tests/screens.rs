@@ -222,3 +222,23 @@ fn a_deadlock_shows_a_banner_and_the_now_pane() {
         "{back}"
     );
 }
+
+/// A table merged over two processes (`top --all`): expanded, each call
+/// site is one row per process, with the pid in the PID column.
+#[test]
+fn merged_table_has_a_pid_column_on_expanded_rows() {
+    let mut a = parse_snapshot(&fixture("pipe_sem.json")).unwrap();
+    let mut b = a.clone();
+    a.process.pid = 4242;
+    b.process.pid = 4250;
+    let merged = Snapshot::merge(&[a.with_pids(), b.with_pids()]).unwrap();
+    let mut app = App::for_dump("merged.json", merged, TableOptions::default());
+    render(&mut app, 130, 16);
+    app.view.selected = Some(RowId::Lock("pipe.sem".into()));
+    key(&mut app, KeyCode::Right);
+    let screen = render(&mut app, 130, 16);
+    assert!(screen.contains("PID"), "{screen}");
+    assert_eq!(screen.matches(" 4242 ").count(), 2, "{screen}");
+    assert_eq!(screen.matches(" 4250 ").count(), 2, "{screen}");
+    insta::assert_snapshot!("merged_pid_column", screen);
+}

@@ -2,8 +2,9 @@
 //! processes of one program (`crates/lockmeter/examples/endpoint_demo.rs`
 //! with `LOCKMETER_LISTEN=1`, each taking `demo.counter` a known number of
 //! times): one table in every format whose lock row is the exact sum and
-//! whose call-site rows are one per process, still printed when one process
-//! has been killed or a target never answers.
+//! whose call-site rows are one per process, the process in a column of its
+//! own, still printed when one process has been killed or a target never
+//! answers.
 
 mod common;
 
@@ -124,14 +125,14 @@ fn json(out: &Output) -> Snapshot {
     lockmeter_model::parse_snapshot(&String::from_utf8_lossy(&out.stdout)).unwrap()
 }
 
-/// (site, acquisitions) of the lock's call-site rows, sorted.
-fn per_process(snap: &Snapshot) -> Vec<(String, u64)> {
-    let mut v: Vec<(String, u64)> = snap
+/// (pid, acquisitions) of the lock's call-site rows, sorted.
+fn per_process(snap: &Snapshot) -> Vec<(Option<u32>, u64)> {
+    let mut v: Vec<(Option<u32>, u64)> = snap
         .lock(LOCK)
         .unwrap()
         .sites
         .iter()
-        .map(|s| (s.site.clone(), s.stats.acquisitions))
+        .map(|s| (s.pid, s.stats.acquisitions))
         .collect();
     v.sort();
     v
@@ -151,9 +152,9 @@ fn all_four_processes_sum_exactly_in_every_format() {
     let rows = per_process(&snap);
     assert_eq!(rows.len(), 4, "{rows:?}");
     for (i, n) in fleet.counts.iter().enumerate() {
-        let pid = format!("@ pid {}", fleet.pid(i));
-        let row = rows.iter().find(|(s, _)| s.ends_with(&pid)).unwrap();
-        assert_eq!(row.1, *n, "{pid}");
+        let pid = fleet.pid(i);
+        let row = rows.iter().find(|(p, _)| *p == Some(pid)).unwrap();
+        assert_eq!(row.1, *n, "pid {pid}");
     }
     assert!(
         snap.process.name.starts_with("4 processes (endpoint_demo)"),
@@ -169,7 +170,25 @@ fn all_four_processes_sum_exactly_in_every_format() {
         .find(|l| l.contains("demo.counter (mutex"))
         .unwrap();
     assert!(lock_line.contains(" 10000 "), "{text}");
-    assert_eq!(text.matches("@ pid ").count(), 4, "{text}");
+    // The PID column: its title before NAME, a pid on each call-site row
+    // (the same site, four processes), blank on the lock row.
+    let head = text.lines().find(|l| l.ends_with("  NAME")).unwrap();
+    assert!(head.ends_with("  PID  NAME"), "{text}");
+    let (start, end) = (
+        head.find("RJECT").unwrap() + "RJECT  ".len(),
+        head.len() - "  NAME".len(),
+    );
+    let cell = |l: &str| l.get(start..end).unwrap_or("?").trim().to_string();
+    assert_eq!(cell(lock_line), "", "{text}");
+    let mut pids: Vec<String> = text
+        .lines()
+        .filter(|l| l.contains("endpoint_demo.rs:") && !l.contains("held by"))
+        .map(cell)
+        .collect();
+    pids.sort();
+    let mut want: Vec<String> = (0..4).map(|i| fleet.pid(i).to_string()).collect();
+    want.sort();
+    assert_eq!(pids, want, "{text}");
 
     let csv = lockmeter(&runtime, &["table", "--all", "--format", "csv"]);
     let csv = String::from_utf8_lossy(&csv.stdout);
@@ -182,7 +201,14 @@ fn all_four_processes_sum_exactly_in_every_format() {
         .split(',')
         .collect();
     assert_eq!(lock_row[col], "10000");
-    assert_eq!(csv.lines().filter(|l| l.starts_with("site,")).count(), 4);
+    let pid = header.iter().position(|h| *h == "pid").unwrap();
+    let mut pids: Vec<String> = csv
+        .lines()
+        .filter(|l| l.starts_with("site,"))
+        .map(|l| l.split(',').nth(pid).unwrap().to_string())
+        .collect();
+    pids.sort();
+    assert_eq!(pids, want, "{csv}");
 
     // Several pids as targets: the same sum over the ones given.
     let (a, b) = (fleet.pid(1).to_string(), fleet.pid(3).to_string());

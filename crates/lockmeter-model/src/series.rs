@@ -189,6 +189,7 @@ mod tests {
         SiteStats {
             site: name.to_string(),
             mode: None,
+            pid: None,
             stats: Stats {
                 acquisitions,
                 wait_ns: Dist {

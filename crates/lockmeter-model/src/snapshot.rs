@@ -169,9 +169,24 @@ pub struct SiteStats {
     /// For rwlocks: `read` or `write`; absent for other kinds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<String>,
+    /// In a table merged over several processes ([`Snapshot::merge`] of
+    /// snapshots [`Snapshot::with_pids`]): the process these acquisitions
+    /// were made in, a column of its own in every rendering. Absent in one
+    /// process's snapshot.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
     #[serde(flatten)]
     /// The site's numbers.
     pub stats: Stats,
+}
+
+impl SiteStats {
+    /// What tells site rows of one lock apart: the call site, the mode and
+    /// (in a merged table) the process. Arithmetic, merges and the viewer's
+    /// selection match rows by it.
+    pub fn key(&self) -> (&str, Option<&str>, Option<u32>) {
+        (&self.site, self.mode.as_deref(), self.pid)
+    }
 }
 
 /// A call site that held the lock when a waiter arrived.
@@ -293,7 +308,7 @@ impl LockStats {
         self.display_name.as_deref().unwrap_or(&self.id)
     }
 
-    /// The stats of call site `site` (any mode), if any.
+    /// The stats of call site `site` (any mode, any process), if any.
     pub fn site(&self, site: &str) -> Option<&SiteStats> {
         self.sites.iter().find(|s| s.site == site)
     }

@@ -124,9 +124,15 @@ fn site() -> impl Strategy<Value = SiteStats> {
             Just("write".to_string()),
             text()
         ]),
+        prop::option::of(any::<u32>()),
         stats(),
     )
-        .prop_map(|(site, mode, stats)| SiteStats { site, mode, stats })
+        .prop_map(|(site, mode, pid, stats)| SiteStats {
+            site,
+            mode,
+            pid,
+            stats,
+        })
 }
 
 fn lock() -> impl Strategy<Value = LockStats> {

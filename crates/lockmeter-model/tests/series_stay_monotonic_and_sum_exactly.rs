@@ -68,6 +68,7 @@ fn snapshot(classes: &[Vec<SitePlan>], step: usize) -> Snapshot {
             .map(|(si, p)| SiteStats {
                 site: format!("src/s.rs:{si}:1"),
                 mode: p.mode.map(str::to_string),
+                pid: None,
                 stats: stats_at(p, step),
             })
             .collect();

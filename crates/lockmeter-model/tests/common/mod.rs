@@ -71,6 +71,7 @@ pub fn site(site: &str, mode: Option<&str>, stats: Stats) -> SiteStats {
     SiteStats {
         site: site.to_string(),
         mode: mode.map(str::to_string),
+        pid: None,
         stats,
     }
 }
