@@ -234,16 +234,10 @@ fn an_unknown_sort_key_lists_the_valid_ones() {
     assert!(err.contains("hold_p99") && err.contains("bogus"), "{err}");
 }
 
-fn help(args: &[&str]) -> String {
-    let out = lockmeter(args);
-    assert!(out.status.success(), "{args:?}: {}", stderr(&out));
-    stdout(&out)
-}
-
 #[test]
 fn help_of_every_subcommand() {
-    insta::assert_snapshot!("help_main", help(&["--help"]));
+    insta::assert_snapshot!("help_main", run_ok(&["--help"]));
     for sub in ["demo", "top", "list", "view", "table", "diff", "now"] {
-        insta::assert_snapshot!(format!("help_{sub}"), help(&[sub, "--help"]));
+        insta::assert_snapshot!(format!("help_{sub}"), run_ok(&[sub, "--help"]));
     }
 }

@@ -3,22 +3,9 @@
 
 mod common;
 
+use common::{assert_clean_failure, lockmeter_in, scratch, stdout};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixListener;
-use std::path::Path;
-use std::process::{Command, Output};
-
-use common::{assert_clean_failure, scratch, stdout};
-
-/// Runs lockmeter with `runtime` as its runtime and temp directory.
-fn lockmeter_in(runtime: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_lockmeter"))
-        .args(args)
-        .env("XDG_RUNTIME_DIR", runtime)
-        .env("TMPDIR", runtime)
-        .output()
-        .expect("run lockmeter")
-}
 
 #[test]
 fn nothing_to_attach_to() {

@@ -8,75 +8,37 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
-use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::ffi::OsStr;
+use std::path::Path;
+use std::process::Output;
 
-use common::scratch;
+use common::{
+    example_exe, lockmeter_in as lockmeter, private_runtime, start_listening, KillOnDrop,
+};
 use lockmeter_model::Snapshot;
 
 const LOCK: &str = "demo.counter";
 
-/// The endpoint demo, built into this workspace's target directory.
-fn demo_exe() -> PathBuf {
-    let test_exe = std::env::current_exe().unwrap();
-    let profile_dir = test_exe
-        .parent()
-        .and_then(Path::parent)
-        .unwrap()
-        .to_path_buf();
-    let mut cargo = Command::new(env!("CARGO"));
-    cargo.args([
-        "build",
-        "--quiet",
-        "-p",
-        "lockmeter",
-        "--example",
-        "endpoint_demo",
-    ]);
-    if profile_dir.ends_with("release") {
-        cargo.arg("--release");
-    }
-    if let Some(target_dir) = profile_dir.parent() {
-        cargo.env("CARGO_TARGET_DIR", target_dir);
-    }
-    assert!(
-        cargo.status().unwrap().success(),
-        "building endpoint_demo failed"
-    );
-    profile_dir.join("examples").join("endpoint_demo")
-}
-
-/// Four demo processes listening in `runtime`, ready; their pids and counts.
+/// Demo processes listening in `runtime`, ready (counted); their counts.
 struct Fleet {
-    children: Vec<Child>,
+    children: Vec<KillOnDrop>,
     counts: Vec<u64>,
 }
 
 impl Fleet {
     fn start(runtime: &Path, counts: &[u64]) -> Fleet {
-        let exe = demo_exe();
-        let mut children = Vec::new();
-        for n in counts {
-            let mut child = Command::new(&exe)
-                .args([n.to_string(), "2".to_string()])
-                .env("LOCKMETER_LISTEN", "1")
-                .env("LOCKMETER_QUIET", "1")
-                .env("XDG_RUNTIME_DIR", runtime)
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::null())
-                .spawn()
-                .unwrap();
-            let mut line = String::new();
-            BufReader::new(child.stdout.take().unwrap())
-                .read_line(&mut line)
-                .unwrap();
-            assert_eq!(line.trim(), format!("ready {n}"));
-            children.push(child);
-        }
-        // Ready means counted; the socket is bound before the work starts.
+        let exe = example_exe("endpoint_demo");
+        let quiet = [("LOCKMETER_QUIET", OsStr::new("1"))];
+        let children = counts
+            .iter()
+            .map(|n| {
+                let n = n.to_string();
+                let (child, line) = start_listening(&exe, &[&n, "2"], runtime, &quiet);
+                // Ready means counted; the socket is bound before the work starts.
+                assert_eq!(line, format!("ready {n}"));
+                child
+            })
+            .collect();
         Fleet {
             children,
             counts: counts.to_vec(),
@@ -84,36 +46,12 @@ impl Fleet {
     }
 
     fn pid(&self, i: usize) -> u32 {
-        self.children[i].id()
+        self.children[i].pid()
     }
 
     fn kill(&mut self, i: usize) {
-        let _ = self.children[i].kill();
-        let _ = self.children[i].wait();
+        self.children[i].kill();
     }
-}
-
-impl Drop for Fleet {
-    fn drop(&mut self) {
-        for c in &mut self.children {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
-fn lockmeter(runtime: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_lockmeter"))
-        .args(args)
-        .env("XDG_RUNTIME_DIR", runtime)
-        .output()
-        .expect("run lockmeter")
-}
-
-fn private_runtime(tag: &str) -> PathBuf {
-    let dir = scratch(tag);
-    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
-    dir
 }
 
 fn json(out: &Output) -> Snapshot {

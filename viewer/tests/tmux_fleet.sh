@@ -22,6 +22,7 @@ for x in "$BIN" "$DEMO"; do
 done
 command -v tmux >/dev/null || { echo "tmux_fleet: tmux is not installed" >&2; exit 2; }
 
+NAME=tmux_fleet
 SOCK="lockmeter-fleet-$$"
 T="tmux -L $SOCK"
 PANE="fleet:0.0"
@@ -29,42 +30,18 @@ PROMPT='READY$ '
 WORK=$(mktemp -d)
 chmod 700 "$WORK"
 PIDS=()
-CHECKS=0
 
 cleanup() {
     $T kill-server 2>/dev/null
-    for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
-    { wait; } 2>/dev/null
+    # Killed and reaped one by one, quietly, before their directory goes.
+    for p in "${PIDS[@]}"; do
+        kill -9 "$p" && wait "$p"
+    done 2>/dev/null
     rm -rf "$WORK"
 }
 trap cleanup EXIT
 
-screen() { $T capture-pane -p -t "$PANE"; }
-
-fail() {
-    echo "tmux_fleet: FAILED: $*" >&2
-    echo "----- screen -----" >&2
-    screen >&2
-    echo "------------------" >&2
-    exit 1
-}
-
-ok() {
-    CHECKS=$((CHECKS + 1))
-    echo "tmux_fleet: ok: $*"
-}
-
-wait_for() {
-    local pattern=$1 limit=${2:-15} i=0
-    while [ "$i" -lt $((limit * 10)) ]; do
-        screen | grep -Eq -- "$pattern" && return 0
-        sleep 0.1
-        i=$((i + 1))
-    done
-    return 1
-}
-
-keys() { $T send-keys -t "$PANE" "$@"; }
+source "$(dirname "$0")/tmux_lib.sh"
 
 # Demo processes, each kept alive by a stdin that stays open.
 mkfifo "$WORK/hold"
@@ -134,7 +111,7 @@ while screen | grep -Eq 'lockmeter +│'; do
     [ "$i" -lt 100 ] || fail "q did not quit"
     sleep 0.1
 done
-[ "$($T display-message -p -t "$PANE" '#{alternate_on}')" = 0 ] || fail "still on the alternate screen"
+[ "$(alternate_on)" = 0 ] || fail "still on the alternate screen"
 wait_for '^READY\$' 5 || fail "no shell prompt after quitting"
 ok "q quits and gives the terminal back"
 
