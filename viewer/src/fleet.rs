@@ -329,22 +329,9 @@ mod tests {
             acquisitions,
             ..Stats::default()
         };
-        s.locks.push(LockStats {
-            id: "l".into(),
-            display_name: None,
-            kind: LockKind::Mutex,
-            created_at: "a.rs:1:1".into(),
-            instances: 1,
-            parent: None,
-            total: stats.clone(),
-            sites: vec![SiteStats {
-                site: "a.rs:2:5".into(),
-                mode: None,
-                pid: None,
-                stats,
-            }],
-            holders: Vec::new(),
-        });
+        let site = SiteStats::at("a.rs:2:5", stats.clone());
+        s.locks
+            .push(LockStats::new("l", LockKind::Mutex, stats, vec![site]));
         s
     }
 

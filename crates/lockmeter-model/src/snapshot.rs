@@ -181,6 +181,16 @@ pub struct SiteStats {
 }
 
 impl SiteStats {
+    /// The acquisitions `stats` at `site`: no mode, one process.
+    pub fn at(site: &str, stats: Stats) -> SiteStats {
+        SiteStats {
+            site: site.to_string(),
+            mode: None,
+            pid: None,
+            stats,
+        }
+    }
+
     /// What tells site rows of one lock apart: the call site, the mode and
     /// (in a merged table) the process. Arithmetic, merges and the viewer's
     /// selection match rows by it.
@@ -302,6 +312,23 @@ impl Snapshot {
 }
 
 impl LockStats {
+    /// A class `id` of `kind` with `total` over `sites`: one instance, no
+    /// creation site, parent or holders. For snapshots built by hand
+    /// (tests, converters); the recorder fills every field.
+    pub fn new(id: &str, kind: LockKind, total: Stats, sites: Vec<SiteStats>) -> LockStats {
+        LockStats {
+            id: id.to_string(),
+            display_name: None,
+            kind,
+            created_at: String::new(),
+            instances: 1,
+            parent: None,
+            total,
+            sites,
+            holders: Vec::new(),
+        }
+    }
+
     /// The display name: the explicit one if it differs from the id, else
     /// the id.
     pub fn name(&self) -> &str {

@@ -137,21 +137,13 @@ mod tests {
             end_unix_ns: end,
             elapsed_ns: end - start,
         };
-        s.locks.push(LockStats {
-            id: "a".into(),
-            display_name: None,
-            kind: LockKind::Mutex,
-            created_at: String::new(),
-            instances: 1,
-            parent: None,
-            total: Stats {
-                acquisitions: acq,
-                nowait: acq,
-                ..Stats::default()
-            },
-            sites: vec![],
-            holders: vec![],
-        });
+        let total = Stats {
+            acquisitions: acq,
+            nowait: acq,
+            ..Stats::default()
+        };
+        s.locks
+            .push(LockStats::new("a", LockKind::Mutex, total, vec![]));
         s
     }
 

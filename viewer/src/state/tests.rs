@@ -46,6 +46,19 @@ fn lock_names(app: &App) -> Vec<String> {
         .collect()
 }
 
+/// The recording fixture opened in the app, and its number of frames.
+fn recording_app() -> (App, usize) {
+    let rec = parse_recording(include_str!("../../tests/fixtures/recording.jsonl")).unwrap();
+    let n = rec.frames.len();
+    let app = App::for_recording(
+        "recording.jsonl",
+        frames_from(rec.frames),
+        TableOptions::default(),
+        Duration::from_secs(1),
+    );
+    (app, n)
+}
+
 fn selected_lock(app: &App) -> String {
     app.selected_lock()
         .map(|l| l.id.clone())
@@ -338,14 +351,7 @@ fn clicking_a_row_selects_it() {
 
 #[test]
 fn recordings_step_and_jump() {
-    let rec = parse_recording(include_str!("../../tests/fixtures/recording.jsonl")).unwrap();
-    let n = rec.frames.len();
-    let mut app = App::for_recording(
-        "recording.jsonl",
-        frames_from(rec.frames),
-        TableOptions::default(),
-        Duration::from_secs(1),
-    );
+    let (mut app, n) = recording_app();
     let pos = |app: &App| app.data.playback.as_ref().unwrap().pos();
     assert_eq!(pos(&app), n - 1, "opens on the last frame");
     assert_eq!(app.data.history.len(), n);
@@ -422,14 +428,7 @@ fn one_overlay_at_a_time() {
 
 #[test]
 fn a_recording_plays_until_its_last_frame_then_pauses() {
-    let rec = parse_recording(include_str!("../../tests/fixtures/recording.jsonl")).unwrap();
-    let n = rec.frames.len();
-    let mut app = App::for_recording(
-        "recording.jsonl",
-        frames_from(rec.frames),
-        TableOptions::default(),
-        Duration::from_secs(1),
-    );
+    let (mut app, n) = recording_app();
     assert!(app.view.paused, "a recording opens stopped");
     assert!(!app.on_tick());
     typ(&mut app, ' ');

@@ -23,7 +23,7 @@ mod text;
 
 pub use self::csv::csv_table;
 pub use self::diff_report::{diff_csv, diff_text};
-pub use self::now::now_text;
+pub use self::now::{holder_line, mode_suffix, now_text, waiter_line};
 pub use self::order::{sorted_lock_rows, sorted_locks, sorted_sites, LockRow};
 pub use self::sort::{ParseSortKeyError, SortKey, TableOptions};
 pub use self::text::{text_table, text_table_with};
