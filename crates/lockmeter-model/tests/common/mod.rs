@@ -88,17 +88,11 @@ pub fn lock(
     for s in &sites {
         total.merge(&s.stats);
     }
-    LockStats {
-        id: id.to_string(),
-        display_name: None,
-        kind,
-        created_at: format!("examples/{}.rs:40:17", id.split('.').next().unwrap_or(id)),
-        instances: 1,
-        parent: parent.map(str::to_string),
-        total,
-        sites,
-        holders,
-    }
+    let mut l = LockStats::new(id, kind, total, sites);
+    l.created_at = format!("examples/{}.rs:40:17", id.split('.').next().unwrap_or(id));
+    l.parent = parent.map(str::to_string);
+    l.holders = holders;
+    l
 }
 
 pub fn holder(site: &str, contended: u64, wait_ns_total: u64) -> Holder {
@@ -110,27 +104,18 @@ pub fn holder(site: &str, contended: u64, wait_ns_total: u64) -> Holder {
 }
 
 fn snapshot(pid: u32, elapsed_ns: u64, locks: Vec<LockStats>) -> Snapshot {
-    Snapshot {
-        format: "lockmeter".to_string(),
-        version: 1,
-        process: ProcessInfo {
-            pid,
-            name: "lockbench".to_string(),
-        },
-        window: Window {
-            start_unix_ns: 1_700_000_000 * SEC,
-            end_unix_ns: 1_700_000_000 * SEC + elapsed_ns,
-            elapsed_ns,
-        },
-        clock: "tsc".to_string(),
-        dropped_records: 0,
-        sampling: Default::default(),
-        stacks: Default::default(),
-        locks,
-        now: Default::default(),
-        deadlocks: Vec::new(),
-        lock_order: Default::default(),
-    }
+    let process = ProcessInfo {
+        pid,
+        name: "lockbench".to_string(),
+    };
+    let mut s = Snapshot::empty(process, "tsc");
+    s.window = Window {
+        start_unix_ns: 1_700_000_000 * SEC,
+        end_unix_ns: 1_700_000_000 * SEC + elapsed_ns,
+        elapsed_ns,
+    };
+    s.locks = locks;
+    s
 }
 
 const SEM_DOWN: &str = "crates/lockmeter/src/semaphore.rs:120:9";
