@@ -9,25 +9,16 @@
 # Exits non-zero on the first failed check and prints the screen it saw.
 set -u
 
-BIN=${1:?usage: $0 PATH/TO/lockmeter}
-case $BIN in /*) ;; *) BIN=$PWD/$BIN ;; esac
-[ -x "$BIN" ] || { echo "tmux_demo: $BIN is not an executable" >&2; exit 2; }
-command -v tmux >/dev/null || { echo "tmux_demo: tmux is not installed" >&2; exit 2; }
-
 NAME=tmux_demo
-SOCK="lockmeter-test-$$"
-T="tmux -L $SOCK"
-PANE="demo:0.0"
-PROMPT='READY$ '
-WORK=$(mktemp -d)
+SESSION=demo
+source "$(dirname "$0")/tmux_lib.sh"
+BIN=$(executable "${1:?usage: $0 PATH/TO/lockmeter}") || exit 2
 
 cleanup() {
     $T kill-server 2>/dev/null
     rm -rf "$WORK"
 }
 trap cleanup EXIT
-
-source "$(dirname "$0")/tmux_lib.sh"
 
 # The pid of the viewer running in the pane's shell.
 viewer_pid() {
@@ -73,7 +64,7 @@ check_terminal_restored() {
     ok "$how: terminal restored (prompt back, alternate screen off, icanon on)"
 }
 
-$T -f /dev/null new-session -d -s demo -x 160 -y 48 \
+$T -f /dev/null new-session -d -s "$SESSION" -x 160 -y 48 \
     "env -i PATH=/usr/bin:/bin HOME=$WORK TERM=xterm-256color PS1='$PROMPT' bash --norc --noprofile" \
     || { echo "tmux_demo: cannot start tmux" >&2; exit 2; }
 wait_for "READY" 10 || fail "the shell did not start"
@@ -136,9 +127,9 @@ wait_gone 'any key closes' 5 || fail "the help did not close"
 ok "help overlay"
 
 # 6. Too small, then back.
-$T resize-window -t demo -x 40 -y 8
+$T resize-window -t "$SESSION" -x 40 -y 8
 wait_for 'too small' 5 || fail "no too-small message at 40x8"
-$T resize-window -t demo -x 160 -y 48
+$T resize-window -t "$SESSION" -x 160 -y 48
 wait_for 'lockmeter +│ demo' 5 || fail "the layout did not come back after resizing"
 ok "too-small message and resize back"
 

@@ -13,22 +13,12 @@
 # Exits non-zero on the first failed check and prints the screen it saw.
 set -u
 
-BIN=${1:?usage: $0 PATH/TO/lockmeter PATH/TO/endpoint_demo}
-DEMO=${2:?usage: $0 PATH/TO/lockmeter PATH/TO/endpoint_demo}
-case $BIN in /*) ;; *) BIN=$PWD/$BIN ;; esac
-case $DEMO in /*) ;; *) DEMO=$PWD/$DEMO ;; esac
-for x in "$BIN" "$DEMO"; do
-    [ -x "$x" ] || { echo "tmux_fleet: $x is not an executable" >&2; exit 2; }
-done
-command -v tmux >/dev/null || { echo "tmux_fleet: tmux is not installed" >&2; exit 2; }
-
 NAME=tmux_fleet
-SOCK="lockmeter-fleet-$$"
-T="tmux -L $SOCK"
-PANE="fleet:0.0"
-PROMPT='READY$ '
-WORK=$(mktemp -d)
-chmod 700 "$WORK"
+SESSION=fleet
+source "$(dirname "$0")/tmux_lib.sh"
+USAGE="usage: $0 PATH/TO/lockmeter PATH/TO/endpoint_demo"
+BIN=$(executable "${1:?$USAGE}") || exit 2
+DEMO=$(executable "${2:?$USAGE}") || exit 2
 PIDS=()
 
 cleanup() {
@@ -40,8 +30,6 @@ cleanup() {
     rm -rf "$WORK"
 }
 trap cleanup EXIT
-
-source "$(dirname "$0")/tmux_lib.sh"
 
 # Demo processes, each kept alive by a stdin that stays open.
 mkfifo "$WORK/hold"
@@ -63,7 +51,7 @@ exec 3>"$WORK/hold"
 for n in 1000 2000 3000 4000; do ready_demo "$n"; done
 ok "4 demo processes ready (pids ${PIDS[*]})"
 
-$T -f /dev/null new-session -d -s fleet -x 170 -y 30 \
+$T -f /dev/null new-session -d -s "$SESSION" -x 170 -y 30 \
     "env -i PATH=/usr/bin:/bin HOME=$WORK TERM=xterm-256color XDG_RUNTIME_DIR=$WORK PS1='$PROMPT' bash --norc --noprofile"
 wait_for '^READY\$' 10 || fail "no shell prompt"
 keys -l "clear; $BIN top --all --totals --interval 200"

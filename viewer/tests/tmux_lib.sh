@@ -1,6 +1,21 @@
 # Helpers shared by the tmux scripts (tmux_demo.sh, tmux_fleet.sh): they
-# set NAME (for messages), T (the tmux command on a private server) and
-# PANE, then source this file.
+# set NAME (for messages) and SESSION, then source this file, which gives
+# them T (tmux on a private server), PANE, PROMPT and a private WORK
+# directory (the script's EXIT trap removes it).
+
+command -v tmux >/dev/null || { echo "$NAME: tmux is not installed" >&2; exit 2; }
+T="tmux -L lockmeter-$NAME-$$"
+PANE="$SESSION:0.0"
+PROMPT='READY$ '
+WORK=$(mktemp -d)
+chmod 700 "$WORK"
+trap 'rm -rf "$WORK"' EXIT
+
+# $1 as an absolute path, after checking that it is an executable.
+executable() {
+    [ -x "$1" ] || { echo "$NAME: $1 is not an executable" >&2; exit 2; }
+    case $1 in /*) echo "$1" ;; *) echo "$PWD/$1" ;; esac
+}
 
 screen() { $T capture-pane -p -t "$PANE"; }
 

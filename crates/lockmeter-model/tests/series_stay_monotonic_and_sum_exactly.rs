@@ -75,17 +75,10 @@ fn snapshot(classes: &[Vec<SitePlan>], step: usize) -> Snapshot {
         if sites.is_empty() {
             continue;
         }
-        snap.locks.push(LockStats {
-            id: format!("class{ci}"),
-            display_name: None,
-            kind: LockKind::Rwlock,
-            created_at: "src/c.rs:1:1".into(),
-            instances: 1,
-            parent: None,
-            total: Stats::default(),
-            sites,
-            holders: Vec::new(),
-        });
+        let id = format!("class{ci}");
+        let total = Stats::default();
+        snap.locks
+            .push(LockStats::new(&id, LockKind::Rwlock, total, sites));
     }
     snap
 }
