@@ -206,7 +206,6 @@ fn advisory_thresholds_come_from_a_config_file() {
         "50",
     ]);
     assert!(out.contains("shrink the critical section"), "{out}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

@@ -19,7 +19,6 @@ fn nothing_to_attach_to() {
     );
     let out = lockmeter_in(&dir, &["top"]);
     assert_clean_failure(&out, "no attachable lockmeter process found");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -40,7 +39,6 @@ fn a_listening_process_is_listed() {
     // `top` finds it, and then needs a terminal to show it.
     let out = lockmeter_in(&dir, &["top"]);
     assert_clean_failure(&out, "needs a terminal");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -48,5 +46,4 @@ fn a_bad_target_is_refused_before_anything_else() {
     let dir = scratch("bad-target");
     let out = lockmeter_in(&dir, &["top", "tcp://nohost:1"]);
     assert_clean_failure(&out, "tcp://nohost:1");
-    let _ = std::fs::remove_dir_all(&dir);
 }

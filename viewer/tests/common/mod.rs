@@ -54,17 +54,45 @@ pub fn assert_clean_failure(out: &Output, expect_in_stderr: &str) {
     );
 }
 
-/// A fresh scratch directory for one test.
-pub fn scratch(name: &str) -> PathBuf {
+/// A fresh scratch directory for one test, removed when dropped (also
+/// when the test fails).
+pub struct Scratch(PathBuf);
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for Scratch {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<OsStr> for Scratch {
+    fn as_ref(&self) -> &OsStr {
+        self.0.as_os_str()
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+pub fn scratch(name: &str) -> Scratch {
     let dir = std::env::temp_dir().join(format!("lmv-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("scratch dir");
-    dir
+    Scratch(dir)
 }
 
 /// A fresh scratch directory only its owner may enter, as the endpoint
 /// directory's checks require of an `XDG_RUNTIME_DIR`.
-pub fn private_runtime(name: &str) -> PathBuf {
+pub fn private_runtime(name: &str) -> Scratch {
     let dir = scratch(name);
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
     dir

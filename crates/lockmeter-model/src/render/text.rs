@@ -122,25 +122,19 @@ pub fn text_table_with(snap: &Snapshot, opts: &TableOptions, thresholds: &Thresh
 
 /// The line above the table: which process, which window, how trustworthy.
 fn summary(snap: &Snapshot, shown: usize) -> String {
-    let name = if snap.process.name.is_empty() {
-        "(unnamed)".to_string()
+    let shown = if shown == snap.locks.len() {
+        String::new()
     } else {
-        sanitize(&snap.process.name)
+        format!(" ({shown} shown)")
     };
-    let mut s = format!(
-        "{name} (pid {})  window {}  clock {}  {} lock classes",
-        snap.process.pid,
-        format_ns(snap.window.elapsed_ns),
-        sanitize(&snap.clock),
-        snap.locks.len()
+    let mut s = super::heading(
+        &snap.process,
+        snap.window.elapsed_ns,
+        &snap.clock,
+        snap.locks.len(),
+        &shown,
+        &snap.sampling,
     );
-    if shown != snap.locks.len() {
-        let _ = write!(s, " ({shown} shown)");
-    }
-    let every = snap.sampling.uncontended_hold_every;
-    if every > 1 {
-        let _ = write!(s, "  hold sampled 1/{every} uncontended");
-    }
     if snap.dropped_records > 0 {
         let _ = write!(
             s,
