@@ -95,6 +95,50 @@ pub fn lock(
     l
 }
 
+/// A lock with one call site (no mode) and no holders.
+fn single(id: &str, kind: LockKind, parent: Option<&str>, at: &str, stats: Stats) -> LockStats {
+    lock(id, kind, parent, vec![site(at, None, stats)], vec![])
+}
+
+/// The epoll-like wait queue: `events` waits, each woken once (50 us
+/// asleep, 3 us to run), one waiter at a time.
+fn ep_wait(events: u64) -> LockStats {
+    let stats = wq(
+        events,
+        events,
+        events,
+        0,
+        1,
+        &[(50_000, events)],
+        &[(3_000, events)],
+    );
+    single("ep.wait", LockKind::Waitqueue, None, EP_POLL, stats)
+}
+
+/// The cache's rwlock: reads at one site, writes and reads at another,
+/// whose writes made `contended` waiters wait `wait_ns_total`.
+fn cache_rw(
+    reads: Stats,
+    writes: Stats,
+    rereads: Stats,
+    contended: u64,
+    wait_ns_total: u64,
+) -> LockStats {
+    const READ: &str = "examples/cache.rs:31:22";
+    const WRITE: &str = "examples/cache.rs:47:22";
+    lock(
+        "cache.rw",
+        LockKind::Rwlock,
+        None,
+        vec![
+            site(READ, Some("read"), reads),
+            site(WRITE, Some("write"), writes),
+            site(WRITE, Some("read"), rereads),
+        ],
+        vec![holder(WRITE, contended, wait_ns_total)],
+    )
+}
+
 pub fn holder(site: &str, contended: u64, wait_ns_total: u64) -> Holder {
     Holder {
         site: site.to_string(),
@@ -198,24 +242,20 @@ pub fn before() -> Snapshot {
                 holder(SEM_ADD, 8000, 9_000_000),
             ],
         ),
-        lock(
+        single(
             "pipe.sem.wait",
             LockKind::Waitqueue,
             Some("pipe.sem"),
-            vec![site(
-                SEM_WAIT,
-                None,
-                wq(
-                    12851,
-                    12851,
-                    12851,
-                    412,
-                    2,
-                    &[(9_000, 12000), (60_000, 851)],
-                    &[(4_000, 12851)],
-                ),
-            )],
-            vec![],
+            SEM_WAIT,
+            wq(
+                12851,
+                12851,
+                12851,
+                412,
+                2,
+                &[(9_000, 12000), (60_000, 851)],
+                &[(4_000, 12851)],
+            ),
         ),
         lock(
             "bkl",
@@ -238,69 +278,45 @@ pub fn before() -> Snapshot {
                 holder(TCP_ACCEPT, 100, 90_000_000),
             ],
         ),
-        lock(
+        single(
             "accept.wait",
             LockKind::Waitqueue,
             None,
-            vec![site(
-                TCP_ACCEPT,
-                None,
-                rejected(
-                    wq(
-                        6000,
-                        500,
-                        6000,
-                        5500,
-                        12,
-                        &[(3_000_000, 6000)],
-                        &[(25_000, 5000), (400_000, 1000)],
-                    ),
-                    4,
+            TCP_ACCEPT,
+            rejected(
+                wq(
+                    6000,
+                    500,
+                    6000,
+                    5500,
+                    12,
+                    &[(3_000_000, 6000)],
+                    &[(25_000, 5000), (400_000, 1000)],
                 ),
-            )],
-            vec![],
+                4,
+            ),
         ),
-        lock(
+        single(
             "udp.rx.wait",
             LockKind::Waitqueue,
             None,
-            vec![site(
-                "examples/udp.rs:77:21",
-                None,
-                wq(
-                    4200,
-                    4000,
-                    4200,
-                    1500,
-                    2,
-                    &[(30_000, 4200)],
-                    &[(6_000, 4200)],
-                ),
-            )],
-            vec![],
+            "examples/udp.rs:77:21",
+            wq(
+                4200,
+                4000,
+                4200,
+                1500,
+                2,
+                &[(30_000, 4200)],
+                &[(6_000, 4200)],
+            ),
         ),
-        lock(
-            "cache.rw",
-            LockKind::Rwlock,
-            None,
-            vec![
-                site(
-                    "examples/cache.rs:31:22",
-                    Some("read"),
-                    acq(90000, 300, &[(1_000, 90000)], &[(5_000, 300)]),
-                ),
-                site(
-                    "examples/cache.rs:47:22",
-                    Some("write"),
-                    acq(1200, 700, &[(9_000, 1200)], &[(3_000, 700)]),
-                ),
-                site(
-                    "examples/cache.rs:47:22",
-                    Some("read"),
-                    acq(1200, 10, &[(800, 1200)], &[(2_000, 10)]),
-                ),
-            ],
-            vec![holder("examples/cache.rs:47:22", 980, 2_900_000)],
+        cache_rw(
+            acq(90000, 300, &[(1_000, 90000)], &[(5_000, 300)]),
+            acq(1200, 700, &[(9_000, 1200)], &[(3_000, 700)]),
+            acq(1200, 10, &[(800, 1200)], &[(2_000, 10)]),
+            980,
+            2_900_000,
         ),
         lock(
             "ep.wait.lock",
@@ -320,25 +336,7 @@ pub fn before() -> Snapshot {
             ],
             vec![],
         ),
-        lock(
-            "ep.wait",
-            LockKind::Waitqueue,
-            None,
-            vec![site(
-                EP_POLL,
-                None,
-                wq(
-                    20000,
-                    20000,
-                    20000,
-                    0,
-                    1,
-                    &[(50_000, 20000)],
-                    &[(3_000, 20000)],
-                ),
-            )],
-            vec![],
-        ),
+        ep_wait(20000),
     ];
     let mut snap = snapshot(4242, w, locks);
     if let Some(cache) = snap.locks.iter_mut().find(|l| l.id == "cache.rw") {
@@ -393,89 +391,43 @@ pub fn after() -> Snapshot {
             ],
             vec![holder(TCP_ACCEPT, 420, 20_000_000)],
         ),
-        lock(
+        single(
             "accept.wait",
             LockKind::Waitqueue,
             None,
-            vec![site(
-                TCP_ACCEPT,
-                None,
-                wq(
-                    19000,
-                    19000,
-                    19000,
-                    0,
-                    12,
-                    &[(700_000, 19000)],
-                    &[(20_000, 19000)],
-                ),
-            )],
-            vec![],
+            TCP_ACCEPT,
+            wq(
+                19000,
+                19000,
+                19000,
+                0,
+                12,
+                &[(700_000, 19000)],
+                &[(20_000, 19000)],
+            ),
         ),
-        lock(
+        single(
             "udp.rx.wait",
             LockKind::Waitqueue,
             None,
-            vec![site(
-                "examples/udp.rs:77:21",
-                None,
-                wq(4300, 4300, 4300, 20, 2, &[(20_000, 4300)], &[(5_000, 4300)]),
-            )],
-            vec![],
+            "examples/udp.rs:77:21",
+            wq(4300, 4300, 4300, 20, 2, &[(20_000, 4300)], &[(5_000, 4300)]),
         ),
-        lock(
-            "cache.rw",
-            LockKind::Rwlock,
-            None,
-            vec![
-                site(
-                    "examples/cache.rs:31:22",
-                    Some("read"),
-                    acq(88000, 250, &[(1_000, 88000)], &[(5_000, 250)]),
-                ),
-                site(
-                    "examples/cache.rs:47:22",
-                    Some("write"),
-                    acq(1150, 650, &[(9_000, 1150)], &[(3_000, 650)]),
-                ),
-                site(
-                    "examples/cache.rs:47:22",
-                    Some("read"),
-                    acq(1150, 12, &[(800, 1150)], &[(2_000, 12)]),
-                ),
-            ],
-            vec![holder("examples/cache.rs:47:22", 900, 2_700_000)],
+        cache_rw(
+            acq(88000, 250, &[(1_000, 88000)], &[(5_000, 250)]),
+            acq(1150, 650, &[(9_000, 1150)], &[(3_000, 650)]),
+            acq(1150, 12, &[(800, 1150)], &[(2_000, 12)]),
+            900,
+            2_700_000,
         ),
-        lock(
+        single(
             "ep.wait.lock",
             LockKind::Spinlock,
             Some("ep.wait"),
-            vec![site(
-                EP_WAKE,
-                None,
-                acq(19000, 400, &[(180, 19000)], &[(500, 400)]),
-            )],
-            vec![],
+            EP_WAKE,
+            acq(19000, 400, &[(180, 19000)], &[(500, 400)]),
         ),
-        lock(
-            "ep.wait",
-            LockKind::Waitqueue,
-            None,
-            vec![site(
-                EP_POLL,
-                None,
-                wq(
-                    19000,
-                    19000,
-                    19000,
-                    0,
-                    1,
-                    &[(50_000, 19000)],
-                    &[(3_000, 19000)],
-                ),
-            )],
-            vec![],
-        ),
+        ep_wait(19000),
     ];
     let mut snap = snapshot(4300, w, locks);
     snap.dropped_records = 3;
