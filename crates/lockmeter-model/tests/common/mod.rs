@@ -95,6 +95,11 @@ pub fn lock(
     l
 }
 
+/// Acquisitions at call site `name` (no mode).
+fn at(name: &str, stats: Stats) -> SiteStats {
+    site(name, None, stats)
+}
+
 /// A lock with one call site (no mode) and no holders.
 fn single(id: &str, kind: LockKind, parent: Option<&str>, at: &str, stats: Stats) -> LockStats {
     lock(id, kind, parent, vec![site(at, None, stats)], vec![])
@@ -185,9 +190,8 @@ pub fn before() -> Snapshot {
             LockKind::Semaphore,
             None,
             vec![
-                site(
+                at(
                     PIPE_WRITE,
-                    None,
                     acq(
                         11254,
                         6430,
@@ -195,9 +199,8 @@ pub fn before() -> Snapshot {
                         &[(12_000, 6000), (90_000, 430)],
                     ),
                 ),
-                site(
+                at(
                     PIPE_READ,
-                    None,
                     acq(
                         11254,
                         6421,
@@ -216,9 +219,8 @@ pub fn before() -> Snapshot {
             LockKind::Spinlock,
             Some("pipe.sem"),
             vec![
-                site(
+                at(
                     SEM_DOWN,
-                    None,
                     acq(
                         22508,
                         12851,
@@ -226,16 +228,11 @@ pub fn before() -> Snapshot {
                         &[(1_400, 12800), (20_000, 51)],
                     ),
                 ),
-                site(
+                at(
                     SEM_ADD,
-                    None,
                     acq(22508, 5920, &[(250, 22508)], &[(700, 5900), (9_000, 20)]),
                 ),
-                site(
-                    SEM_UP,
-                    None,
-                    acq(22508, 2100, &[(200, 22508)], &[(500, 2100)]),
-                ),
+                at(SEM_UP, acq(22508, 2100, &[(200, 22508)], &[(500, 2100)])),
             ],
             vec![
                 holder(SEM_DOWN, 9000, 13_000_000),
@@ -262,14 +259,12 @@ pub fn before() -> Snapshot {
             LockKind::Mutex,
             None,
             vec![
-                site(
+                at(
                     TCP_COPY,
-                    None,
                     acq(2000, 1500, &[(850_000, 2000)], &[(2_500_000, 1500)]),
                 ),
-                site(
+                at(
                     TCP_ACCEPT,
-                    None,
                     rejected(acq(3000, 900, &[(40_000, 3000)], &[(1_200_000, 900)]), 37),
                 ),
             ],
@@ -323,16 +318,8 @@ pub fn before() -> Snapshot {
             LockKind::Spinlock,
             Some("ep.wait"),
             vec![
-                site(
-                    EP_POLL,
-                    None,
-                    acq(20000, 1200, &[(150, 20000)], &[(600, 1200)]),
-                ),
-                site(
-                    EP_WAKE,
-                    None,
-                    acq(20000, 1100, &[(180, 20000)], &[(600, 1100)]),
-                ),
+                at(EP_POLL, acq(20000, 1200, &[(150, 20000)], &[(600, 1200)])),
+                at(EP_WAKE, acq(20000, 1100, &[(180, 20000)], &[(600, 1100)])),
             ],
             vec![],
         ),
@@ -357,16 +344,11 @@ pub fn after() -> Snapshot {
             LockKind::Spinlock,
             None,
             vec![
-                site(
+                at(
                     PIPE_WRITE,
-                    None,
                     acq(11254, 1200, &[(600, 11254)], &[(900, 1200)]),
                 ),
-                site(
-                    PIPE_READ,
-                    None,
-                    acq(11254, 1100, &[(500, 11254)], &[(800, 1100)]),
-                ),
+                at(PIPE_READ, acq(11254, 1100, &[(500, 11254)], &[(800, 1100)])),
             ],
             vec![
                 holder(PIPE_READ, 1200, 1_000_000),
@@ -378,14 +360,12 @@ pub fn after() -> Snapshot {
             LockKind::Mutex,
             None,
             vec![
-                site(
+                at(
                     TCP_COPY,
-                    None,
                     acq(7600, 400, &[(30_000, 7600)], &[(60_000, 400)]),
                 ),
-                site(
+                at(
                     TCP_ACCEPT,
-                    None,
                     acq(11400, 300, &[(40_000, 11400)], &[(50_000, 300)]),
                 ),
             ],
