@@ -242,10 +242,10 @@ impl FleetFeed {
     /// frame.
     pub fn poll(&mut self, now: Instant) -> Vec<Feed> {
         let mut changed = false;
-        if let Some(at) = self.next_scan.filter(|&at| now >= at) {
+        if self.next_scan.is_some_and(|at| now >= at) {
             // A new member changes the title at once, before its data.
             changed |= self.discover();
-            self.next_scan = Some(at.max(now) + RESCAN);
+            self.next_scan = Some(now + RESCAN);
         }
         for (live, m) in self.lives.iter().zip(&mut self.members) {
             while let Some(ev) = live.try_recv() {
