@@ -184,8 +184,14 @@ pub struct FleetFeed {
     prev: Option<Snapshot>,
     announced: bool,
     interval: Duration,
-    /// With `--all`: when to scan the socket directory again.
-    next_scan: Option<Instant>,
+    /// With `--all`: how to look for endpoints, and when to look again.
+    discovery: Option<Discovery>,
+}
+
+/// Where `top --all` looks for processes that started after it.
+struct Discovery {
+    scan: Box<dyn Fn() -> Vec<EndpointAddr>>,
+    next: Instant,
 }
 
 impl FleetFeed {
@@ -197,7 +203,7 @@ impl FleetFeed {
             prev: None,
             announced: false,
             interval,
-            next_scan: None,
+            discovery: None,
         };
         for t in targets {
             feed.join(t);
@@ -209,8 +215,22 @@ impl FleetFeed {
     /// process that was not among them (`top --all`): one that starts
     /// after the view opened joins it.
     pub fn spawn_discovering(targets: Vec<EndpointAddr>, interval: Duration) -> FleetFeed {
+        let scan = || scan_endpoints().live.iter().map(|e| e.addr()).collect();
+        FleetFeed::spawn_discovering_with(targets, interval, scan)
+    }
+
+    /// [`FleetFeed::spawn_discovering`] with the endpoints found by `scan`
+    /// (a test's own directory, say).
+    pub fn spawn_discovering_with(
+        targets: Vec<EndpointAddr>,
+        interval: Duration,
+        scan: impl Fn() -> Vec<EndpointAddr> + 'static,
+    ) -> FleetFeed {
         let mut feed = FleetFeed::spawn(targets, interval);
-        feed.next_scan = Some(Instant::now() + RESCAN);
+        feed.discovery = Some(Discovery {
+            scan: Box::new(scan),
+            next: Instant::now() + RESCAN,
+        });
         feed
     }
 
@@ -223,9 +243,12 @@ impl FleetFeed {
     /// yet (it only reads the directory; stale sockets stay for `list`).
     /// Whether any joined.
     fn discover(&mut self) -> bool {
+        let Some(d) = &self.discovery else {
+            return false;
+        };
+        let found = (d.scan)();
         let before = self.members.len();
-        for e in scan_endpoints().live {
-            let addr = e.addr();
+        for addr in found {
             let target = addr.as_target();
             if !self.members.iter().any(|m| m.target == target) {
                 self.join(addr);
@@ -242,10 +265,12 @@ impl FleetFeed {
     /// frame.
     pub fn poll(&mut self, now: Instant) -> Vec<Feed> {
         let mut changed = false;
-        if self.next_scan.is_some_and(|at| now >= at) {
+        if self.discovery.as_ref().is_some_and(|d| now >= d.next) {
             // A new member changes the title at once, before its data.
             changed |= self.discover();
-            self.next_scan = Some(now + RESCAN);
+            if let Some(d) = &mut self.discovery {
+                d.next = now + RESCAN;
+            }
         }
         for (live, m) in self.lives.iter().zip(&mut self.members) {
             while let Some(ev) = live.try_recv() {
