@@ -13,7 +13,8 @@ use std::path::Path;
 use std::process::Output;
 
 use common::{
-    example_exe, lockmeter_in as lockmeter, private_runtime, start_listening, KillOnDrop,
+    example_exe, lockmeter_in as lockmeter, per_process, private_runtime, start_listening,
+    KillOnDrop,
 };
 use lockmeter_model::Snapshot;
 
@@ -63,19 +64,6 @@ fn json(out: &Output) -> Snapshot {
     lockmeter_model::parse_snapshot(&String::from_utf8_lossy(&out.stdout)).unwrap()
 }
 
-/// (pid, acquisitions) of the lock's call-site rows, sorted.
-fn per_process(snap: &Snapshot) -> Vec<(Option<u32>, u64)> {
-    let mut v: Vec<(Option<u32>, u64)> = snap
-        .lock(LOCK)
-        .unwrap()
-        .sites
-        .iter()
-        .map(|s| (s.pid, s.stats.acquisitions))
-        .collect();
-    v.sort();
-    v
-}
-
 #[test]
 fn all_four_processes_sum_exactly_in_every_format() {
     let runtime = private_runtime("fleet-all");
@@ -87,7 +75,7 @@ fn all_four_processes_sum_exactly_in_every_format() {
     let lock = snap.lock(LOCK).unwrap();
     assert_eq!(lock.total.acquisitions, 10_000);
     assert_eq!(lock.instances, 4);
-    let rows = per_process(&snap);
+    let rows = per_process(&snap, LOCK);
     assert_eq!(rows.len(), 4, "{rows:?}");
     for (i, n) in fleet.counts.iter().enumerate() {
         let pid = fleet.pid(i);
@@ -167,7 +155,7 @@ fn a_killed_process_and_a_silent_target_are_marked_not_fatal() {
     let stderr = String::from_utf8_lossy(&out.stderr).to_string();
     let snap = json(&out);
     assert_eq!(snap.lock(LOCK).unwrap().total.acquisitions, 700);
-    assert_eq!(per_process(&snap).len(), 3);
+    assert_eq!(per_process(&snap, LOCK).len(), 3);
     assert!(snap.process.name.contains("gone:"), "{}", snap.process.name);
     assert!(
         snap.process.name.contains("tcp://127.0.0.1:1"),

@@ -8,7 +8,7 @@ mod common;
 use std::ffi::OsStr;
 use std::time::{Duration, Instant};
 
-use common::{example_exe, private_runtime, start_listening};
+use common::{example_exe, per_process, private_runtime, start_listening};
 use lockmeter_model::Snapshot;
 use lockmeter_viewer::fleet::{FleetFeed, RESCAN};
 use lockmeter_viewer::state::Feed;
@@ -78,14 +78,7 @@ fn a_process_started_after_the_view_opened_joins_it() {
         "{}",
         both.process.name
     );
-    let mut rows: Vec<(Option<u32>, u64)> = both
-        .lock(LOCK)
-        .unwrap()
-        .sites
-        .iter()
-        .map(|s| (s.pid, s.stats.acquisitions))
-        .collect();
-    rows.sort();
+    let rows = per_process(&both, LOCK);
     let mut want = vec![(Some(first.pid()), 1000), (Some(late.pid()), 2000)];
     want.sort();
     assert_eq!(rows, want);

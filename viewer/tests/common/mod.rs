@@ -184,3 +184,17 @@ pub fn start_listening(
         .unwrap();
     (child, line.trim().to_string())
 }
+
+/// (pid, acquisitions) of the call-site rows of lock `id` in a merged
+/// snapshot, sorted.
+pub fn per_process(snap: &lockmeter_model::Snapshot, id: &str) -> Vec<(Option<u32>, u64)> {
+    let mut v: Vec<(Option<u32>, u64)> = snap
+        .lock(id)
+        .unwrap()
+        .sites
+        .iter()
+        .map(|s| (s.pid, s.stats.acquisitions))
+        .collect();
+    v.sort();
+    v
+}
