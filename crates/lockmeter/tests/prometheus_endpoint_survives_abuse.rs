@@ -5,6 +5,7 @@
 //! scrapes, even fifty at once, keep getting the exact counts, while the
 //! application's own counting stays exact.
 
+mod child_common;
 mod export_common;
 mod prometheus_common;
 

@@ -6,12 +6,14 @@
 //! metrics`, Python's `prometheus_client`), and nothing but `GET /metrics`
 //! is served.
 
+mod child_common;
 mod prometheus_common;
 
-use std::io::Write;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
-use prometheus_common::{get, have, only_site, samples, tool_or_skip, value, Demo, WAIT_BUCKET};
+use prometheus_common::{
+    get, have, only_site, pipe_through, samples, tool_or_skip, value, Demo, WAIT_BUCKET,
+};
 
 const OPENMETRICS: &str =
     "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5";
@@ -171,20 +173,7 @@ fn promtool_accepts_the_text_format() {
     }
     let demo = Demo::start("127.0.0.1:0", &["100", "2", "1"]);
     let body = get(demo.addr, "/metrics", None).body;
-    let mut child = Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(body.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = pipe_through(Command::new("promtool").args(["check", "metrics"]), &body);
     assert!(
         out.status.success(),
         "promtool check metrics failed:\n{}{}",
@@ -219,20 +208,7 @@ print(int(total), len(families))
 "#;
     for (kind, accept) in [("om", Some(OPENMETRICS)), ("text", None)] {
         let body = get(demo.addr, "/metrics", accept).body;
-        let mut child = Command::new("python3")
-            .args(["-c", script, kind])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(body.as_bytes())
-            .unwrap();
-        let out = child.wait_with_output().unwrap();
+        let out = pipe_through(Command::new("python3").args(["-c", script, kind]), &body);
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(
             out.status.success(),

@@ -95,6 +95,17 @@ fn run_contended(builder: lockmeter::LayerBuilder) -> Snapshot {
     handle.snapshot()
 }
 
+/// [`run_contended`] with a quiet dump to `path` when the layer is dropped.
+fn dump_contended(path: impl Into<std::path::PathBuf>) {
+    run_contended(
+        lockmeter::Layer::builder().export(
+            lockmeter::export::ExportConfig::default()
+                .dump(path)
+                .quiet(true),
+        ),
+    );
+}
+
 fn shown(snap: &Snapshot, s: &lockmeter::model::stacks::StackSample) -> Vec<String> {
     snap.stacks
         .shown_frames(s)
@@ -247,13 +258,7 @@ fn dumps_pick_profile_formats_by_extension() {
     let dir = std::env::temp_dir().join(format!("lockmeter-stack-dumps-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let folded = dir.join("out.folded");
-    run_contended(
-        lockmeter::Layer::builder().export(
-            lockmeter::export::ExportConfig::default()
-                .dump(&folded)
-                .quiet(true),
-        ),
-    );
+    dump_contended(&folded);
     let text = std::fs::read_to_string(&folded).expect("the folded dump was written");
     assert!(
         text.lines()
@@ -265,13 +270,7 @@ fn dumps_pick_profile_formats_by_extension() {
     assert!(holder.contains("helper.lock"), "{holder}");
 
     let svg = dir.join("out.svg");
-    run_contended(
-        lockmeter::Layer::builder().export(
-            lockmeter::export::ExportConfig::default()
-                .dump(&svg)
-                .quiet(true),
-        ),
-    );
+    dump_contended(&svg);
     let svg = std::fs::read_to_string(&svg).expect("the flame graph was written");
     assert!(
         svg.starts_with("<?xml") && svg.contains("from_beta"),
@@ -279,25 +278,13 @@ fn dumps_pick_profile_formats_by_extension() {
     );
 
     let pb = dir.join("out.pb.gz");
-    run_contended(
-        lockmeter::Layer::builder().export(
-            lockmeter::export::ExportConfig::default()
-                .dump(&pb)
-                .quiet(true),
-        ),
-    );
+    dump_contended(&pb);
     let bytes = std::fs::read(&pb).unwrap();
     assert_eq!(&bytes[..2], &[0x1f, 0x8b], "gzip");
     assert!(dir.join("out.holder.pb.gz").exists());
 
     // A directory that does not exist: the dump fails with a message, the
     // program goes on.
-    run_contended(
-        lockmeter::Layer::builder().export(
-            lockmeter::export::ExportConfig::default()
-                .dump(dir.join("no/such/dir/out.pb.gz"))
-                .quiet(true),
-        ),
-    );
+    dump_contended(dir.join("no/such/dir/out.pb.gz"));
     let _ = std::fs::remove_dir_all(&dir);
 }
