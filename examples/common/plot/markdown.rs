@@ -8,12 +8,28 @@ use crate::{bkl, epoll, herd, keyed, pipe};
 
 use super::SEED_HERD_SMP;
 
-fn table(out: &mut String, headers: &[&str], rows: &[Vec<String>]) {
+/// A Markdown table: a header line, its rule, a line per row.
+fn table(headers: &[&str], rows: impl IntoIterator<Item = Vec<String>>) -> String {
+    let mut out = String::new();
     let _ = writeln!(out, "| {} |", headers.join(" | "));
     let _ = writeln!(out, "|{}", "---|".repeat(headers.len()));
     for r in rows {
         let _ = writeln!(out, "| {} |", r.join(" | "));
     }
+    out
+}
+
+/// A percentage cell.
+fn pct(x: f64, digits: usize) -> String {
+    format!("{}%", fixed(x, digits))
+}
+
+/// Every run's figure, comma-separated.
+fn each_run(xs: &[f64], digits: usize) -> String {
+    xs.iter()
+        .map(|x| fixed(*x, digits))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Seconds per 10,000 connections, with the seed's SMP numbers.
@@ -44,9 +60,7 @@ pub fn herd(report: &Report<herd::Results>) -> String {
         );
         rows.push(cells);
     }
-    let mut out = String::new();
     table(
-        &mut out,
         &[
             "servers",
             "original SMP s (unpatched / patched)",
@@ -58,9 +72,8 @@ pub fn herd(report: &Report<herd::Results>) -> String {
             "LIFO",
             "wake-all conns run",
         ],
-        &rows,
-    );
-    out
+        rows,
+    )
 }
 
 /// Round-trip latency per placement.
@@ -82,9 +95,7 @@ pub fn keyed(report: &Report<keyed::Results>) -> String {
             ]
         })
         .collect();
-    let mut out = String::new();
     table(
-        &mut out,
         &[
             "placement",
             "wakeups",
@@ -95,9 +106,8 @@ pub fn keyed(report: &Report<keyed::Results>) -> String {
             "spurious/RT",
             "pinned",
         ],
-        &rows,
-    );
-    out
+        rows,
+    )
 }
 
 /// Pipe times next to the seed's.
@@ -115,21 +125,15 @@ pub fn pipe(report: &Report<pipe::Results>) -> String {
                 }
                 .into(),
                 fixed(r.seconds, 3),
-                format!("{}%", fixed(r.guard_con_pct, 2)),
+                pct(r.guard_con_pct, 2),
                 r.guard_sleeps.to_string(),
-                format!("{}%", fixed(r.sem_lock_con_pct, 2)),
+                pct(r.sem_lock_con_pct, 2),
                 r.in_order.to_string(),
-                r.runs_seconds
-                    .iter()
-                    .map(|x| fixed(*x, 3))
-                    .collect::<Vec<_>>()
-                    .join(", "),
+                each_run(&r.runs_seconds, 3),
             ]
         })
         .collect();
-    let mut out = String::new();
     table(
-        &mut out,
         &[
             "guard",
             "original s",
@@ -140,9 +144,8 @@ pub fn pipe(report: &Report<pipe::Results>) -> String {
             "in order",
             "every run s",
         ],
-        &rows,
-    );
-    out
+        rows,
+    )
 }
 
 /// Throughput and acquisitions per event.
@@ -161,20 +164,14 @@ pub fn epoll(report: &Report<epoll::Results>) -> String {
                 .into(),
                 fixed(r.hits_per_sec, 0),
                 fixed(r.best_hits_per_sec, 0),
-                r.runs_hits_per_sec
-                    .iter()
-                    .map(|x| fixed(*x, 0))
-                    .collect::<Vec<_>>()
-                    .join(", "),
+                each_run(&r.runs_hits_per_sec, 0),
                 r.lock_acquisitions.to_string(),
                 fixed(r.acquisitions_per_event, 3),
                 r.sleeps.to_string(),
             ]
         })
         .collect();
-    let mut out = String::new();
     table(
-        &mut out,
         &[
             "variant",
             "original hits/s",
@@ -185,9 +182,8 @@ pub fn epoll(report: &Report<epoll::Results>) -> String {
             "per event",
             "sleeps",
         ],
-        &rows,
-    );
-    out
+        rows,
+    )
 }
 
 /// Requests/s per pool size.
@@ -202,16 +198,14 @@ pub fn bkl(report: &Report<bkl::Results>) -> String {
                 r.variant.to_string(),
                 fixed(r.requests_per_sec, 0),
                 r.errors.to_string(),
-                format!("{}%", fixed(r.bkl_util_pct, 1)),
-                format!("{}%", fixed(r.bkl_con_pct, 1)),
-                crate::report::fixed(r.bkl_hold_mean_ns as f64 / 1e3, 2),
-                format!("{}%", fixed(r.top_site_hold_share_pct, 1)),
+                pct(r.bkl_util_pct, 1),
+                pct(r.bkl_con_pct, 1),
+                fixed(r.bkl_hold_mean_ns as f64 / 1e3, 2),
+                pct(r.top_site_hold_share_pct, 1),
             ]
         })
         .collect();
-    let mut out = String::new();
     table(
-        &mut out,
         &[
             "workers",
             "variant",
@@ -222,7 +216,6 @@ pub fn bkl(report: &Report<bkl::Results>) -> String {
             "hold mean µs",
             "top site's share of hold",
         ],
-        &rows,
-    );
-    out
+        rows,
+    )
 }
