@@ -29,6 +29,38 @@ pub fn spawn_observed<R: Send + 'static>(
     std::thread::spawn(move || tracing::dispatcher::with_default(&dispatch, f))
 }
 
+/// Starts `n` observed threads ([`spawn_observed`]); thread `i` runs
+/// `f(&shared, i)`.
+pub fn spawn_each<T: Send + Sync + 'static>(
+    n: u64,
+    shared: &Arc<T>,
+    f: impl Fn(&T, u64) + Send + Sync + 'static,
+) -> Vec<std::thread::JoinHandle<()>> {
+    let f = Arc::new(f);
+    (0..n)
+        .map(|i| {
+            let (shared, f) = (Arc::clone(shared), Arc::clone(&f));
+            spawn_observed(move || f(&shared, i))
+        })
+        .collect()
+}
+
+/// Joins every thread, passing a panic on.
+pub fn join_all(threads: Vec<std::thread::JoinHandle<()>>) {
+    for t in threads {
+        t.join().unwrap();
+    }
+}
+
+/// [`spawn_each`], then [`join_all`]: every thread has exited on return.
+pub fn on_each<T: Send + Sync + 'static>(
+    n: u64,
+    shared: &Arc<T>,
+    f: impl Fn(&T, u64) + Send + Sync + 'static,
+) {
+    join_all(spawn_each(n, shared, f));
+}
+
 pub fn lock<'a>(snap: &'a Snapshot, id: &str) -> &'a LockStats {
     snap.lock(id).unwrap_or_else(|| {
         let ids: Vec<&str> = snap.locks.iter().map(|l| l.id.as_str()).collect();
