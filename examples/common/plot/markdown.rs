@@ -19,6 +19,19 @@ fn table(headers: &[&str], rows: impl IntoIterator<Item = Vec<String>>) -> Strin
     out
 }
 
+/// A column: its header, and the cell it makes of a row.
+type Column<'a, R> = (&'a str, fn(&R) -> String);
+
+/// A table with a line per row of `rows`, a cell per column.
+fn columns<R>(rows: &[R], cols: &[Column<'_, R>]) -> String {
+    let headers: Vec<&str> = cols.iter().map(|(h, _)| *h).collect();
+    table(
+        &headers,
+        rows.iter()
+            .map(|r| cols.iter().map(|(_, cell)| cell(r)).collect()),
+    )
+}
+
 /// A percentage cell.
 fn pct(x: f64, digits: usize) -> String {
     format!("{}%", fixed(x, digits))
@@ -78,144 +91,84 @@ pub fn herd(report: &Report<herd::Results>) -> String {
 
 /// Round-trip latency per placement.
 pub fn keyed(report: &Report<keyed::Results>) -> String {
-    let rows: Vec<Vec<String>> = report
-        .results
-        .rows
-        .iter()
-        .map(|r| {
-            vec![
-                r.placement.to_string(),
-                r.variant.to_string(),
-                fixed(r.rtt_p50_us, 1),
-                fixed(r.rtt_mean_us, 1),
-                fixed(r.rtt_p99_us, 0),
-                fixed(r.wakeups_per_round_trip, 2),
-                fixed(r.spurious_per_round_trip, 2),
-                if r.pinned { "yes" } else { "no" }.into(),
-            ]
-        })
-        .collect();
-    table(
+    columns(
+        &report.results.rows,
         &[
-            "placement",
-            "wakeups",
-            "RTT p50 µs",
-            "mean µs",
-            "p99 µs",
-            "wakeups/RT",
-            "spurious/RT",
-            "pinned",
+            ("placement", |r| r.placement.to_string()),
+            ("wakeups", |r| r.variant.to_string()),
+            ("RTT p50 µs", |r| fixed(r.rtt_p50_us, 1)),
+            ("mean µs", |r| fixed(r.rtt_mean_us, 1)),
+            ("p99 µs", |r| fixed(r.rtt_p99_us, 0)),
+            ("wakeups/RT", |r| fixed(r.wakeups_per_round_trip, 2)),
+            ("spurious/RT", |r| fixed(r.spurious_per_round_trip, 2)),
+            ("pinned", |r| if r.pinned { "yes" } else { "no" }.into()),
         ],
-        rows,
     )
 }
 
 /// Pipe times next to the seed's.
 pub fn pipe(report: &Report<pipe::Results>) -> String {
-    let rows: Vec<Vec<String>> = report
-        .results
-        .rows
-        .iter()
-        .map(|r| {
-            vec![
-                r.variant.to_string(),
+    columns(
+        &report.results.rows,
+        &[
+            ("guard", |r| r.variant.to_string()),
+            ("original s", |r| {
                 match r.variant {
                     pipe::Variant::Semaphore => "5.7",
                     pipe::Variant::Spinlock => "1.9",
                 }
-                .into(),
-                fixed(r.seconds, 3),
-                pct(r.guard_con_pct, 2),
-                r.guard_sleeps.to_string(),
-                pct(r.sem_lock_con_pct, 2),
-                r.in_order.to_string(),
-                each_run(&r.runs_seconds, 3),
-            ]
-        })
-        .collect();
-    table(
-        &[
-            "guard",
-            "original s",
-            "ours s",
-            "guard CON",
-            "guard sleeps",
-            "pipe.sem.lock CON",
-            "in order",
-            "every run s",
+                .into()
+            }),
+            ("ours s", |r| fixed(r.seconds, 3)),
+            ("guard CON", |r| pct(r.guard_con_pct, 2)),
+            ("guard sleeps", |r| r.guard_sleeps.to_string()),
+            ("pipe.sem.lock CON", |r| pct(r.sem_lock_con_pct, 2)),
+            ("in order", |r| r.in_order.to_string()),
+            ("every run s", |r| each_run(&r.runs_seconds, 3)),
         ],
-        rows,
     )
 }
 
 /// Throughput and acquisitions per event.
 pub fn epoll(report: &Report<epoll::Results>) -> String {
-    let rows: Vec<Vec<String>> = report
-        .results
-        .rows
-        .iter()
-        .map(|r| {
-            vec![
-                r.variant.to_string(),
+    columns(
+        &report.results.rows,
+        &[
+            ("variant", |r| r.variant.to_string()),
+            ("original hits/s", |r| {
                 match r.variant {
                     epoll::Variant::NestedLocks => "14350",
                     epoll::Variant::LockedOps => "15300",
                 }
-                .into(),
-                fixed(r.hits_per_sec, 0),
-                fixed(r.best_hits_per_sec, 0),
-                each_run(&r.runs_hits_per_sec, 0),
-                r.lock_acquisitions.to_string(),
-                fixed(r.acquisitions_per_event, 3),
-                r.sleeps.to_string(),
-            ]
-        })
-        .collect();
-    table(
-        &[
-            "variant",
-            "original hits/s",
-            "ours median",
-            "ours best",
-            "every run",
-            "lock acquisitions",
-            "per event",
-            "sleeps",
+                .into()
+            }),
+            ("ours median", |r| fixed(r.hits_per_sec, 0)),
+            ("ours best", |r| fixed(r.best_hits_per_sec, 0)),
+            ("every run", |r| each_run(&r.runs_hits_per_sec, 0)),
+            ("lock acquisitions", |r| r.lock_acquisitions.to_string()),
+            ("per event", |r| fixed(r.acquisitions_per_event, 3)),
+            ("sleeps", |r| r.sleeps.to_string()),
         ],
-        rows,
     )
 }
 
 /// Requests/s per pool size.
 pub fn bkl(report: &Report<bkl::Results>) -> String {
-    let rows: Vec<Vec<String>> = report
-        .results
-        .rows
-        .iter()
-        .map(|r| {
-            vec![
-                r.workers.to_string(),
-                r.variant.to_string(),
-                fixed(r.requests_per_sec, 0),
-                r.errors.to_string(),
-                pct(r.bkl_util_pct, 1),
-                pct(r.bkl_con_pct, 1),
-                fixed(r.bkl_hold_mean_ns as f64 / 1e3, 2),
-                pct(r.top_site_hold_share_pct, 1),
-            ]
-        })
-        .collect();
-    table(
+    columns(
+        &report.results.rows,
         &[
-            "workers",
-            "variant",
-            "req/s",
-            "errors",
-            "bkl UTIL",
-            "bkl CON",
-            "hold mean µs",
-            "top site's share of hold",
+            ("workers", |r| r.workers.to_string()),
+            ("variant", |r| r.variant.to_string()),
+            ("req/s", |r| fixed(r.requests_per_sec, 0)),
+            ("errors", |r| r.errors.to_string()),
+            ("bkl UTIL", |r| pct(r.bkl_util_pct, 1)),
+            ("bkl CON", |r| pct(r.bkl_con_pct, 1)),
+            ("hold mean µs", |r| {
+                fixed(r.bkl_hold_mean_ns as f64 / 1e3, 2)
+            }),
+            ("top site's share of hold", |r| {
+                pct(r.top_site_hold_share_pct, 1)
+            }),
         ],
-        rows,
     )
 }
