@@ -44,24 +44,18 @@ fn counters_are_exact_and_cumulative_across_a_reset() {
         );
         // Exactly the forced waits, each in the bucket of ~24 ms.
         let waits = samples_of_waiter(&s);
-        let below = value(
-            &s,
-            "lockmeter_wait_seconds_bucket",
-            &[
-                ("lock", "prom.slow"),
-                ("site", &waits),
-                ("le", &WAIT_BUCKET.0.to_string()),
-            ],
-        );
-        let within = value(
-            &s,
-            "lockmeter_wait_seconds_bucket",
-            &[
-                ("lock", "prom.slow"),
-                ("site", &waits),
-                ("le", &WAIT_BUCKET.1.to_string()),
-            ],
-        );
+        let bucket = |le: f64| {
+            value(
+                &s,
+                "lockmeter_wait_seconds_bucket",
+                &[
+                    ("lock", "prom.slow"),
+                    ("site", &waits),
+                    ("le", &le.to_string()),
+                ],
+            )
+        };
+        let (below, within) = (bucket(WAIT_BUCKET.0), bucket(WAIT_BUCKET.1));
         assert_eq!(
             (below, within),
             (Some(0.0), Some(demo.waits as f64)),
