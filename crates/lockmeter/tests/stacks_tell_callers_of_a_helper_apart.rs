@@ -3,15 +3,17 @@
 //! pprof profile (read back by the real `go tool pprof`) name the helper
 //! and both callers, each with its own weight.
 
+mod common;
+
 use std::hint::black_box;
 use std::process::Command;
-use std::sync::{Arc, Barrier};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use common::{all_at_once, observe_with};
 use lockmeter::model::profile::{folded, pprof, Metric};
 use lockmeter::model::stacks::Side;
 use lockmeter::model::Snapshot;
-use tracing_subscriber::prelude::*;
 
 /// Enough rounds that the holder side, which counts one wait in 8, sees
 /// both callers even when the machine is busy.
@@ -69,28 +71,16 @@ fn contended_snapshot() -> Snapshot {
 /// `builder` (stacks sampled at 10 µs), which is dropped before returning
 /// (so its final dump, if any, is written).
 fn run_contended(builder: lockmeter::LayerBuilder) -> Snapshot {
-    let layer = builder.stack_rate(Duration::from_micros(10)).build();
-    let handle = layer.handle();
-    let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(layer));
     let shared = Arc::new(Shared {
         m: lockmeter::Mutex::named("helper.lock", 0),
     });
-    let barrier = Arc::new(Barrier::new(2));
-    let threads: Vec<_> = [from_alpha as fn(&Shared, u32), from_beta]
-        .into_iter()
-        .map(|f| {
-            let (shared, barrier, dispatch) = (shared.clone(), barrier.clone(), dispatch.clone());
-            std::thread::spawn(move || {
-                tracing::dispatcher::with_default(&dispatch, || {
-                    barrier.wait();
-                    f(&shared, ROUNDS);
-                })
-            })
-        })
-        .collect();
-    for t in threads {
-        t.join().unwrap();
-    }
+    let (handle, ()) = observe_with(builder.stack_rate(Duration::from_micros(10)), || {
+        all_at_once(
+            &shared,
+            [from_alpha as fn(&Shared, u32), from_beta],
+            |s, f| f(s, ROUNDS),
+        );
+    });
     assert_eq!(*shared.m.lock(), 2 * u64::from(ROUNDS));
     handle.snapshot()
 }

@@ -45,6 +45,33 @@ pub fn spawn_each<T: Send + Sync + 'static>(
         .collect()
 }
 
+/// Starts an observed thread per item of `each`, releases them all at
+/// once (a barrier, so that they contend), each running
+/// `body(&shared, item)`, and joins them.
+pub fn all_at_once<T, I>(
+    shared: &Arc<T>,
+    each: impl IntoIterator<Item = I>,
+    body: impl Fn(&T, I) + Send + Sync + 'static,
+) where
+    T: Send + Sync + 'static,
+    I: Send + 'static,
+{
+    let each: Vec<I> = each.into_iter().collect();
+    let barrier = Arc::new(std::sync::Barrier::new(each.len()));
+    let body = Arc::new(body);
+    let threads = each
+        .into_iter()
+        .map(|item| {
+            let (shared, barrier, body) = (Arc::clone(shared), barrier.clone(), body.clone());
+            spawn_observed(move || {
+                barrier.wait();
+                body(&shared, item);
+            })
+        })
+        .collect();
+    join_all(threads);
+}
+
 /// Joins every thread, passing a panic on.
 pub fn join_all(threads: Vec<std::thread::JoinHandle<()>>) {
     for t in threads {
