@@ -62,7 +62,27 @@ fn main() {
         .expect("runtime");
     let served = rt.block_on(run(clients, per_client));
     drop(rt);
+    dump_now();
     println!("requests={served}");
+}
+
+/// Writes the `LOCKMETER_DUMP` file now, on this thread, if one is asked
+/// for. The dump at exit has a budget of a few seconds (exit must not
+/// hang), and resolving the stacks' frames in a debug build on a busy
+/// machine can take longer; this one has no deadline, and the frames it
+/// resolves are cached for the dump at exit, which writes the file again.
+fn dump_now() {
+    tracing::dispatcher::get_default(|d| {
+        let exporter = d
+            .downcast_ref::<lockmeter::Layer>()
+            .and_then(lockmeter::Layer::exporter);
+        if let Some(Err(e)) = exporter
+            .filter(|e| e.dump_path().is_some())
+            .map(|e| e.dump_now())
+        {
+            eprintln!("tokio_server: cannot write the dump: {e}");
+        }
+    });
 }
 
 fn parse(arg: Option<String>, default: u64, what: &str) -> u64 {
