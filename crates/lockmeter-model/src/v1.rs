@@ -9,6 +9,7 @@ use serde::ser::{Serialize, SerializeStruct, Serializer};
 use serde::{Deserialize, Deserializer};
 
 use crate::now::{Deadlock, LockOrder, Now};
+use crate::stacks::Stacks;
 use crate::{
     Holder, LockKind, LockStats, ProcessInfo, Sampling, SiteStats, Snapshot, Stats, Window,
 };
@@ -26,6 +27,8 @@ struct SnapshotOut<'a> {
     dropped_records: u64,
     sampling: &'a Sampling,
     locks: Vec<LockOut<'a>>,
+    #[serde(skip_serializing_if = "Stacks::is_empty")]
+    stacks: &'a Stacks,
     #[serde(skip_serializing_if = "Now::is_empty")]
     now: &'a Now,
     #[serde(skip_serializing_if = "<[Deadlock]>::is_empty")]
@@ -139,6 +142,7 @@ impl Serialize for Snapshot {
                 .iter()
                 .map(|l| LockOut::new(l, elapsed_ns))
                 .collect(),
+            stacks: &self.stacks,
             now: &self.now,
             deadlocks: &self.deadlocks,
             lock_order: &self.lock_order,
@@ -201,13 +205,17 @@ mod tests {
             dropped_edges: 2,
             ..LockOrder::default()
         };
+        // The stacks extension (it was once dropped from every JSON dump
+        // and endpoint frame, so the viewer's stacks pane stayed empty).
+        snap.stacks.rate_ns = 1_000_000;
+        snap.stacks.dropped = 4;
         // Stats fields that are left out when zero must still be written
         // when they are not (a condvar's notifies that woke nobody).
         snap.locks[0].total.empty_wake_calls = 7;
         snap.locks[0].sites[0].stats.empty_wake_calls = 7;
         let text = serde_json::to_string(&snap).unwrap();
         assert_eq!(parse_snapshot(&text).unwrap(), snap);
-        for key in ["\"now\"", "\"deadlocks\"", "\"lock_order\""] {
+        for key in ["\"stacks\"", "\"now\"", "\"deadlocks\"", "\"lock_order\""] {
             assert!(text.contains(key), "{key} not written");
         }
     }
