@@ -274,6 +274,13 @@ impl Entry {
 
     /// Whether a wait or hold this long is reported as slow.
     #[inline(always)]
+    /// The mean of this entry's contended waits so far, `None` before the
+    /// first: what a wait about to begin is expected to last.
+    pub(crate) fn mean_wait_ns(&self) -> Option<u64> {
+        let n = self.wait.count.get();
+        (n != 0).then(|| self.wait.total.get() / n)
+    }
+
     pub(crate) fn is_slow(&self, wait_ns: u64, hold_ns: u64) -> bool {
         hold_ns >= self.slow_ns || wait_ns >= self.slow_ns
     }
