@@ -189,6 +189,7 @@ fn snapshot() -> impl Strategy<Value = Snapshot> {
             now: Default::default(),
             deadlocks: Vec::new(),
             lock_order: Default::default(),
+            self_cost: None,
         })
 }
 

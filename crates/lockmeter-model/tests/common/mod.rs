@@ -129,6 +129,7 @@ fn snapshot(pid: u32, elapsed_ns: u64, locks: Vec<LockStats>) -> Snapshot {
         now: Default::default(),
         deadlocks: Vec::new(),
         lock_order: Default::default(),
+        self_cost: None,
     }
 }
 
