@@ -23,6 +23,7 @@ mod measure;
 mod memory;
 mod prometheus;
 mod report;
+mod selfcost;
 mod snapshot;
 mod stacks;
 mod uncontended;
@@ -118,6 +119,7 @@ fn main() {
         step("memory", &mut memory::rows);
         step("waitqueue", &mut || waitqueue::rows(&cfg));
         step("snapshot", &mut || snapshot::rows(&cfg));
+        step("selfcost", &mut || selfcost::rows(&cfg, &handle));
     }
     eprintln!("[{:>5.1}s] done", started.elapsed().as_secs_f64());
 
