@@ -2,29 +2,32 @@
 //!
 //! Two parts, both timed with `std::time::Instant` over short batches:
 //!
-//! - **Once per process** ([`base`]), on a thread of its own with a
-//!   private recorder in a scoped dispatcher: an observed `Mutex` and
-//!   `SpinLock` taken and released in a loop against the bare lock
-//!   (parking_lot's raw mutex; a plain compare-and-swap spinlock), in
-//!   interleaved batches, the median of the differences; and the part of it
-//!   spent before the attempt (finding the recorder and the entry, the
-//!   sampling counter), timed alone. The private lock and recorder are
-//!   never seen by the application: no application lock is taken, and the
-//!   thread exits (folding its entries into the private recorder, which is
-//!   then dropped) before the snapshot returns.
+//! - **Once per process and lookup** ([`base`]), on a thread of its own,
+//!   through the same lookup the recorder's acquisitions take: for the
+//!   recorder of the global dispatcher, that recorder itself (the thread
+//!   inherits the global default); for a scoped one, a private recorder in
+//!   a scoped dispatcher. An observed `Mutex` and `SpinLock` are taken and
+//!   released in a loop against the bare lock (parking_lot's mutex; a plain
+//!   compare-and-swap spinlock), in interleaved batches, the median of the
+//!   differences (the *total*); and, each timed alone, the work done before
+//!   the attempt (finding the recorder and the entry, the sampling counter)
+//!   and the work done while the lock is held (the counters, the holder and
+//!   owner notes, the held-lock table, the release's check). Timed alone
+//!   the parts add up to more than the total, because the processor
+//!   overlaps them with the lock's own atomic operations; the total is what
+//!   a program pays, so it is split between inside and outside in the
+//!   proportion of the parts. The calibration locks are lockmeter's own
+//!   (classes [`CLASS_PREFIX`]`*`, which snapshots leave out); no
+//!   application lock is taken, and the thread exits before the snapshot
+//!   returns.
 //! - **Per recorder** ([`costs_for`]), on the calling thread, with a
 //!   standalone entry on the recorder's clock: a timed hold's clock reads
 //!   and distribution update, a contended acquisition's extra counters and
 //!   clock reads, and one stack capture at the recorder's depth.
-//!
-//! The private recorder is found through a scoped dispatcher, which costs a
-//! downcast per acquisition; a recorder in the global dispatcher pays one
-//! pointer comparison instead. Both lookups are timed, and the difference
-//! is taken off for a global recorder.
 
 use std::hint::black_box;
 use std::panic::Location;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
@@ -43,10 +46,10 @@ use crate::stacks::{StackSettings, MAX_STACK_DEPTH};
 const ITERATIONS: u64 = if cfg!(debug_assertions) {
     2_000
 } else {
-    20_000
+    50_000
 };
 /// Interleaved batch pairs per measurement; the median difference is kept.
-const REPS: usize = if cfg!(debug_assertions) { 3 } else { 9 };
+const REPS: usize = if cfg!(debug_assertions) { 3 } else { 7 };
 /// Stack captures timed (each takes microseconds).
 const CAPTURES: usize = 5;
 
@@ -55,13 +58,12 @@ const CAPTURES: usize = 5;
 pub(super) struct Base {
     /// Wall time of the whole measurement.
     took_ns: u64,
-    /// Per kind: (observed - bare, the part before the attempt), both
-    /// through the scoped lookup.
-    kinds: Vec<(LockKind, f64, f64)>,
-    /// `recorder::current()` through a scoped dispatcher.
-    lookup_scoped_ns: f64,
-    /// The global dispatcher's shortcut: `get_default` and a comparison.
-    lookup_global_ns: f64,
+    /// Per kind, observed - bare.
+    kinds: Vec<(LockKind, f64)>,
+    /// The work before the attempt, timed alone.
+    outside_ns: f64,
+    /// The work while the lock is held, timed alone.
+    inside_ns: f64,
 }
 
 /// ns per run of `op`, over `n` runs (the loop's own cost included:
@@ -102,14 +104,22 @@ fn diff(mut a: impl FnMut(), mut b: impl FnMut()) -> f64 {
     )
 }
 
-/// The part measured once per process; `None` if no thread could be
-/// started for it.
-pub(super) fn base() -> Option<&'static Base> {
-    static BASE: OnceLock<Option<Base>> = OnceLock::new();
-    BASE.get_or_init(|| {
+/// The prefix of the classes calibration creates. In a global recorder
+/// they are recorded like any other (that is the point: the same lookup as
+/// the program's), so snapshots leave them out ([`super::fill`]).
+pub(crate) const CLASS_PREFIX: &str = "lockmeter.calibration.";
+
+/// The part measured once per process and lookup (`global`: through the
+/// global dispatcher, as a global recorder's acquisitions; else through a
+/// private recorder in a scoped one); `None` if no thread could be started.
+pub(super) fn base(global: bool) -> Option<&'static Base> {
+    static SCOPED: OnceLock<Option<Base>> = OnceLock::new();
+    static GLOBAL: OnceLock<Option<Base>> = OnceLock::new();
+    let cell = if global { &GLOBAL } else { &SCOPED };
+    cell.get_or_init(|| {
         std::thread::Builder::new()
             .name("lockmeter-calibrate".into())
-            .spawn(measure_base)
+            .spawn(move || measure_base(global))
             .ok()?
             .join()
             .ok()
@@ -130,54 +140,48 @@ fn private_settings(clock: quanta::Clock) -> Settings {
     }
 }
 
-/// Runs on the calibration thread.
-fn measure_base() -> Base {
+/// Runs on the calibration thread: through the global dispatcher, or a
+/// private recorder's scoped one.
+fn measure_base(global: bool) -> Base {
     let started = Instant::now();
-    // Outside any scoped dispatcher: the global default, whatever it is.
-    let lookup_global_ns = per_op(ITERATIONS, || {
-        black_box(tracing::dispatcher::get_default(|d| {
-            std::ptr::eq(d, black_box(std::ptr::null()))
-        }));
-    }) - per_op(ITERATIONS, || {
-        black_box(0);
-    });
-    let recorder = Arc::new(Recorder::new(private_settings(quanta::Clock::new())));
-    let layer = crate::Layer::with_recorder(Arc::clone(&recorder));
-    let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(layer));
-    let (kinds, lookup_scoped_ns) = tracing::dispatcher::with_default(&dispatch, || {
-        let lookup = per_op(ITERATIONS, || {
-            black_box(recorder::current());
-        }) - per_op(ITERATIONS, || {
-            black_box(0);
-        });
-        let outside = before_attempt();
-        let mutex = {
-            let bare = parking_lot::Mutex::new(0u64);
-            let observed = crate::Mutex::named("lockmeter.calibration.mutex", 0u64);
-            let (bare, observed) = (black_box(&bare), black_box(&observed));
-            diff(|| *bare.lock() += 1, || *observed.lock() += 1)
-        };
-        let spin = {
-            let bare = BareSpin::default();
-            let observed = crate::SpinLock::named("lockmeter.calibration.spinlock", 0u64);
-            let (bare, observed) = (black_box(&bare), black_box(&observed));
-            diff(|| bare.increment(), || *observed.lock() += 1)
-        };
-        (
-            vec![
-                (LockKind::Mutex, mutex, outside),
-                (LockKind::Spinlock, spin, outside),
-            ],
-            lookup,
-        )
-    });
-    drop(dispatch);
+    let (kinds, outside_ns, inside_ns) = if global {
+        measure()
+    } else {
+        let recorder = Arc::new(Recorder::new(private_settings(quanta::Clock::new())));
+        let layer = crate::Layer::with_recorder(recorder);
+        let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(layer));
+        tracing::dispatcher::with_default(&dispatch, measure)
+    };
     Base {
         took_ns: started.elapsed().as_nanos() as u64,
         kinds,
-        lookup_scoped_ns,
-        lookup_global_ns,
+        outside_ns,
+        inside_ns,
     }
+}
+
+/// The totals per kind, and the parts before the attempt and while held.
+#[allow(clippy::type_complexity)]
+fn measure() -> (Vec<(LockKind, f64)>, f64, f64) {
+    let (outside, entry) = before_attempt();
+    let inside = while_held(entry);
+    let mutex = {
+        let bare = parking_lot::Mutex::new(0u64);
+        let observed = crate::Mutex::named("lockmeter.calibration.mutex", 0u64);
+        let (bare, observed) = (black_box(&bare), black_box(&observed));
+        diff(|| *bare.lock() += 1, || *observed.lock() += 1)
+    };
+    let spin = {
+        let bare = BareSpin::default();
+        let observed = crate::SpinLock::named("lockmeter.calibration.spinlock", 0u64);
+        let (bare, observed) = (black_box(&bare), black_box(&observed));
+        diff(|| bare.increment(), || *observed.lock() += 1)
+    };
+    (
+        vec![(LockKind::Mutex, mutex), (LockKind::Spinlock, spin)],
+        outside,
+        inside,
+    )
 }
 
 /// A lock's uncontended path with nothing metered: one compare-and-swap,
@@ -206,8 +210,8 @@ impl BareSpin {
 
 /// What an observed acquisition does before its attempt, timed alone:
 /// the `observing()` test, the recorder lookup, the thread's entry, the
-/// sampling counter (`meter::acquire` up to `attempt`).
-fn before_attempt() -> f64 {
+/// sampling counter (`meter::acquire` up to `attempt`); and that entry.
+fn before_attempt() -> (f64, Option<(*const Recorder, *const Entry)>) {
     static SITE: u8 = 0;
     let raw = [&SITE as *const u8 as usize, 1, 2];
     let key = || SiteKey {
@@ -216,7 +220,8 @@ fn before_attempt() -> f64 {
         site: Location::caller(),
         mode: Mode::Exclusive,
     };
-    per_op(ITERATIONS, || {
+    let mut found = None;
+    let ns = per_op(ITERATIONS, || {
         if !recorder::observing() {
             return;
         }
@@ -227,7 +232,45 @@ fn before_attempt() -> f64 {
             // SAFETY: an entry lives as long as this thread's slot for the
             // recorder, which outlives this loop (see `shard`).
             black_box(unsafe { &*e }.sample_uncontended());
+            found = Some((rec, e));
         }
+    }) - per_op(ITERATIONS, || {
+        black_box(0);
+    });
+    (ns, found)
+}
+
+/// What an observed acquisition does while it holds the lock, timed
+/// alone on `found`'s entry: NOWAIT, the owner, holder and instance notes
+/// on the lock (`meter::Probe::note_owner`'s loads and stores, on a copy of
+/// those words), the held-lock table's record and its release, and the
+/// release's look at the blame word.
+fn while_held(found: Option<(*const Recorder, *const Entry)>) -> f64 {
+    let Some((rec, entry)) = found else {
+        return 0.0;
+    };
+    // SAFETY: as in `before_attempt`, on the same thread.
+    let e = unsafe { &*entry };
+    let (owner, holder, seen, blame) = (
+        AtomicUsize::new(0),
+        AtomicUsize::new(0),
+        AtomicU64::new(0),
+        AtomicU64::new(0),
+    );
+    let lock = &owner as *const AtomicUsize as usize;
+    let me = black_box(lock ^ 1);
+    per_op(ITERATIONS, || {
+        e.count_nowait();
+        if owner.load(Ordering::Relaxed) != me {
+            owner.store(me, Ordering::Relaxed);
+        }
+        holder.store(black_box(lock), Ordering::Relaxed);
+        if seen.load(Ordering::Relaxed) != rec as u64 {
+            seen.store(rec as u64, Ordering::Relaxed);
+        }
+        let held = crate::now::hold_begins(lock, entry, rec);
+        crate::now::hold_ends(held);
+        black_box(blame.load(Ordering::Relaxed));
     }) - per_op(ITERATIONS, || {
         black_box(0);
     })
@@ -236,34 +279,45 @@ fn before_attempt() -> f64 {
 /// The costs of `rec`: the process-wide part with the lookup `rec` pays,
 /// and the parts measured on its clock and stack depth.
 pub(super) fn costs_for(rec: &Recorder) -> Option<OpCosts> {
-    let base = base()?;
+    // Under Miri a calibration would take minutes and measure nothing
+    // real; loom's atomics work only inside a model.
+    if cfg!(any(miri, lockmeter_loom)) {
+        return None;
+    }
     let started = Instant::now();
-    let global = std::ptr::eq(
-        recorder::GLOBAL_RECORDER.load(Ordering::Relaxed),
-        rec as *const Recorder,
-    );
-    // What a scoped lookup costs beyond the global shortcut.
-    let correction = if global {
-        (base.lookup_scoped_ns - base.lookup_global_ns).max(0.0)
+    let global = is_global(rec);
+    let base = base(global)?;
+    let (timed_hold_ns, contended_inside_ns, contended_outside_ns) = entry_costs(&rec.clock);
+    // Through the global recorder, one hold in `every` was timed in the
+    // loop: that is `timed_hold_ns`'s, counted apart.
+    let timed_in_loop = if global {
+        timed_hold_ns / f64::from(rec.probe.hold_every().max(1))
     } else {
         0.0
     };
+    let outside = base.outside_ns.max(0.0);
+    let inside = base.inside_ns.max(0.0);
     let kinds = base
         .kinds
         .iter()
-        .map(|&(kind, total, outside)| {
-            let outside = (outside - correction).max(0.0);
-            // Lockmeter costs at least what it does before the attempt;
-            // a noisy difference below that is taken as that.
-            let total = (total - correction).max(outside);
+        .map(|&(kind, total)| {
+            // A difference lost in noise falls back on the parts' sum.
+            let total = match total - timed_in_loop {
+                t if t > 0.0 => t,
+                _ => inside + outside,
+            };
+            let share = if inside + outside > 0.0 {
+                inside / (inside + outside)
+            } else {
+                0.5
+            };
             KindCost {
                 kind,
-                inside_ns: total - outside,
-                outside_ns: outside,
+                inside_ns: total * share,
+                outside_ns: total * (1.0 - share),
             }
         })
         .collect();
-    let (timed_hold_ns, contended_inside_ns, contended_outside_ns) = entry_costs(&rec.clock);
     let stack_capture_ns = if rec.stacks.rate_ns == 0 {
         0.0
     } else {
@@ -279,6 +333,18 @@ pub(super) fn costs_for(rec: &Recorder) -> Option<OpCosts> {
         contended_outside_ns,
         stack_capture_ns,
     })
+}
+
+/// Whether `rec` is the recorder of the global default dispatcher: asked on
+/// a new thread, where no scoped dispatcher is in effect.
+fn is_global(rec: &Recorder) -> bool {
+    let me = rec as *const Recorder as usize;
+    std::thread::Builder::new()
+        .name("lockmeter-calibrate".into())
+        .spawn(move || recorder::current().map(|r| r as usize) == Some(me))
+        .ok()
+        .and_then(|t| t.join().ok())
+        .unwrap_or(false)
 }
 
 /// (timed hold, contended inside, contended outside) on a standalone entry

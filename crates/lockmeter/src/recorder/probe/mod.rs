@@ -78,6 +78,9 @@ impl ProbeState {
 /// (calibrating first if this is the recorder's first snapshot), lets the
 /// budget re-evaluate the rates, and states the rates in effect.
 pub(crate) fn fill(rec: &Recorder, snap: &mut Snapshot) {
+    // A global recorder also recorded the calibration's own locks.
+    snap.locks
+        .retain(|l| !l.id.starts_with(calibrate::CLASS_PREFIX));
     let Some(costs) = rec
         .probe
         .costs
