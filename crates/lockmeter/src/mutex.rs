@@ -233,7 +233,7 @@ impl<R: RawMutex, T: ?Sized> MeteredMutex<R, T> {
     where
         R::Guard: Default,
     {
-        self.guard(R::Guard::default(), Hold::NONE)
+        self.guard(R::Guard::default(), Hold::none())
     }
 
     /// Unlocks a mutex whose guard was forgotten (`mem::forget`); the
@@ -432,7 +432,7 @@ impl<'a, R: RawMutex, T: ?Sized> MeteredMutexGuard<'a, R, T> {
         // SAFETY: `raw` is taken here and put back by `relock` before the
         // guard is used or dropped again (callers pair them).
         let raw = unsafe { ManuallyDrop::take(&mut self.raw) };
-        let hold = std::mem::replace(&mut self.hold, Hold::NONE);
+        let hold = std::mem::replace(&mut self.hold, Hold::none());
         hold.release(|| unlock(raw));
     }
 

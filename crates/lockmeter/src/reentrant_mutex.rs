@@ -293,7 +293,7 @@ impl<R: RawMutex, G: GetThreadId, T: ?Sized> MeteredReentrantMutex<R, G, T> {
     /// # Safety
     /// The current thread must hold a level no guard accounts for.
     pub unsafe fn make_guard_unchecked(&self) -> MeteredReentrantMutexGuard<'_, R, G, T> {
-        MeteredReentrantMutexGuard::new(self, Hold::NONE)
+        MeteredReentrantMutexGuard::new(self, Hold::none())
     }
 
     /// Leaves a level whose guard was forgotten; its hold is never recorded.
@@ -507,7 +507,7 @@ impl<'a, R: RawMutex, G: GetThreadId, T: ?Sized> MeteredReentrantMutexGuard<'a, 
         F: FnOnce() -> U,
     {
         let site = Location::caller();
-        let hold = std::mem::replace(&mut s.hold, Hold::NONE);
+        let hold = std::mem::replace(&mut s.hold, Hold::none());
         // SAFETY: this guard holds a level on this thread; `g` is the raw
         // lock's guard if it was the last.
         unsafe { s.lock.core.release(&hold, |raw, g| raw.unlock(g)) };
@@ -531,7 +531,7 @@ impl<R: RawMutexFair, G: GetThreadId, T: ?Sized> MeteredReentrantMutexGuard<'_, 
         F: FnOnce() -> U,
     {
         let site = Location::caller();
-        let hold = std::mem::replace(&mut s.hold, Hold::NONE);
+        let hold = std::mem::replace(&mut s.hold, Hold::none());
         // SAFETY: this guard holds a level on this thread.
         unsafe { s.lock.core.release(&hold, |raw, g| raw.unlock_fair(g)) };
         let _relock = OnDrop(|| s.hold = s.lock.core.lock_at(site));

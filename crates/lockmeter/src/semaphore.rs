@@ -184,7 +184,7 @@ impl Semaphore {
         let mut inner = self.lock_to_take();
         let hold = if take_permit(&mut inner.data) {
             drop(inner);
-            probe.map_or(Hold::NONE, |p| p.acquired_nowait(&self.meta, site))
+            probe.map_or(Hold::none(), |p| p.acquired_nowait(&self.meta, site))
         } else {
             self.sleep_for_permit(inner, probe, site)
         };
@@ -219,7 +219,7 @@ impl Semaphore {
         );
         match (probe, waiting) {
             (Some(p), Some(w)) => p.acquired_after_wait(&self.meta, site, w, 0, 1),
-            _ => Hold::NONE,
+            _ => Hold::none(),
         }
     }
 

@@ -2,7 +2,6 @@
 
 use std::marker::PhantomData;
 use std::panic::Location;
-use std::ptr::NonNull;
 use std::sync::atomic::Ordering::Relaxed;
 
 use super::{blame_holder, Meta};
@@ -19,50 +18,78 @@ use crate::stacks::hooks::{self as stack_hooks, Captured};
 /// its [`Hold`].
 ///
 /// Checked by the `compile_fail` examples in the crate documentation.
+#[derive(Clone, Copy)]
 pub(crate) struct GuardNoSend(PhantomData<*mut ()>);
 
 /// Carried by a guard: where and since when the lock is held. Holds that
 /// are not timed (unobserved, or an uncontended one not sampled) carry no
 /// entry and cost nothing to release.
+///
+/// A flat struct of scalars, not an enum with payloads: the compiler keeps
+/// each field in a register through the merge of the observed and
+/// unobserved paths, where an enum (64 bytes with the contended variant)
+/// was copied whole between stack slots on every acquisition, observed or
+/// not. Fields a state does not use are left zero.
+///
+/// `Copy` because it is plain data that owns nothing: the out-of-line
+/// release takes a copy by value, so that the guard's own copy never has
+/// its address taken and stays in registers on the unobserved path.
+#[derive(Clone, Copy)]
 pub(crate) struct Hold {
     timing: Timing,
     /// Where `now` records this hold ([`now::UNTRACKED`]: nowhere).
     held: u32,
+    /// The entry a timed hold is recorded into (null unless timed).
+    entry: *const Entry,
+    /// The clock reading when a timed hold began.
+    start: u64,
+    /// Contended only: how long the acquisition waited.
+    wait_ns: u64,
+    /// Contended only: the site that held the lock when the wait began
+    /// (null if unknown). The wait is recorded with the hold.
+    behind: *mut Location<'static>,
+    /// Contended only: the waiter stack captured after the wait, if one was.
+    stack: Option<Captured>,
     _not_send: GuardNoSend,
 }
 
 /// How a hold is timed.
+#[derive(Clone, Copy, PartialEq, Eq)]
 enum Timing {
     /// Unobserved: releasing it records nothing.
     Untimed,
     /// Observed, an uncontended acquisition outside the sample: releasing
     /// it only checks whether anyone waits, to blame this hold's stack.
     Observed,
-    /// An uncontended acquisition timed as one of a sample, since `start`.
-    Sampled { entry: NonNull<Entry>, start: u64 },
-    /// A contended acquisition, held since `start` after waiting `wait_ns`
-    /// behind `behind`, the site that held the lock when the wait began
-    /// (null if unknown). The wait is recorded with the hold.
-    Contended {
-        entry: NonNull<Entry>,
-        start: u64,
-        wait_ns: u64,
-        behind: *mut Location<'static>,
-        /// The waiter stack captured after the wait, if one was.
-        stack: Option<Captured>,
-    },
+    /// An uncontended acquisition timed as one of a sample.
+    Sampled,
+    /// A contended acquisition: its wait is recorded with its hold.
+    Contended,
 }
 
 impl Hold {
     /// The hold of an unobserved acquisition: releasing it records nothing.
-    pub(crate) const NONE: Hold = Hold::with(Timing::Untimed);
-    /// The hold of an observed acquisition that is not timed.
-    pub(super) const OBSERVED: Hold = Hold::with(Timing::Observed);
+    #[inline(always)]
+    pub(crate) const fn none() -> Hold {
+        Hold::with(Timing::Untimed)
+    }
 
+    /// The hold of an observed acquisition that is not timed.
+    #[inline(always)]
+    pub(super) const fn observed() -> Hold {
+        Hold::with(Timing::Observed)
+    }
+
+    #[inline(always)]
     const fn with(timing: Timing) -> Hold {
         Hold {
             timing,
             held: now::UNTRACKED,
+            entry: std::ptr::null(),
+            start: 0,
+            wait_ns: 0,
+            behind: std::ptr::null_mut(),
+            stack: None,
             _not_send: GuardNoSend(PhantomData),
         }
     }
@@ -78,10 +105,11 @@ impl Hold {
     #[inline(always)]
     pub(super) fn sampled(entry: &Entry, start: u64) -> Hold {
         entry.hold_started();
-        Hold::with(Timing::Sampled {
-            entry: NonNull::from(entry),
+        Hold {
+            entry,
             start,
-        })
+            ..Hold::with(Timing::Sampled)
+        }
     }
 
     /// The hold of a contended acquisition, beginning at `start`.
@@ -94,13 +122,14 @@ impl Hold {
         stack: Option<Captured>,
     ) -> Hold {
         entry.hold_started();
-        Hold::with(Timing::Contended {
-            entry: NonNull::from(entry),
+        Hold {
+            entry,
             start,
             wait_ns,
             behind,
             stack,
-        })
+            ..Hold::with(Timing::Contended)
+        }
     }
 
     /// The entry a timed hold is recorded into.
@@ -108,11 +137,10 @@ impl Hold {
     fn timed(&self) -> Option<(&Entry, u64)> {
         match self.timing {
             Timing::Untimed | Timing::Observed => None,
-            Timing::Sampled { entry, start } | Timing::Contended { entry, start, .. } => {
-                // SAFETY: an entry lives as long as its thread's slot, which
-                // outlives every guard of the thread (see `shard`).
-                Some((unsafe { entry.as_ref() }, start))
-            }
+            // SAFETY: a timed hold's entry is set, and an entry lives as
+            // long as its thread's slot, which outlives every guard of the
+            // thread (see `shard`).
+            Timing::Sampled | Timing::Contended => Some((unsafe { &*self.entry }, self.start)),
         }
     }
 
@@ -121,9 +149,7 @@ impl Hold {
         now::hold_ends(self.held);
         let Some((e, _)) = self.timed() else { return };
         match self.timing {
-            Timing::Contended {
-                wait_ns, behind, ..
-            } => e.end_contended_hold(None, wait_ns, behind),
+            Timing::Contended => e.end_contended_hold(None, self.wait_ns, self.behind),
             _ => e.end_sampled_hold_untimed(),
         }
     }
@@ -131,21 +157,20 @@ impl Hold {
     /// Runs `unlock` and records the hold time if the hold is timed. An
     /// observed hold of `meta` (in `mode`) that others wait for has its
     /// stack blamed for their wait (see `stacks::blame`).
+    ///
+    /// The unobserved case is tested first and alone, so that a guard's
+    /// drop inlines to the bare unlock plus one compare; everything an
+    /// observed release does sits behind it (inlined, the whole match made
+    /// the guard's drop too large to inline and the bare path paid for a
+    /// call and a guard spilled to memory).
     #[inline(always)]
     pub(crate) fn release_blaming(&self, meta: &Meta, mode: Mode, unlock: impl FnOnce()) {
-        now::hold_ends(self.held);
         match self.timing {
             Timing::Untimed => unlock(),
-            // One load of the lock's own line, while it is still ours.
-            Timing::Observed => match meta.blame.anyone_waiting() {
-                false => unlock(),
-                true => {
-                    let site = meta.holder.load(Relaxed);
-                    unlock();
-                    blame_holder(meta, site, mode);
-                }
-            },
-            _ => self.release_timed(meta, mode, unlock),
+            Timing::Observed => release_observed(self.held, meta, mode, unlock),
+            // A copy, so that the guard's own hold never has its address
+            // taken (which would keep it in memory on every path).
+            _ => Hold::release_timed(*self, meta, mode, unlock),
         }
     }
 
@@ -154,17 +179,30 @@ impl Hold {
     /// inside a condvar wait): they time and count, but blame no holder.
     #[inline(always)]
     pub(crate) fn release(&self, unlock: impl FnOnce()) {
-        now::hold_ends(self.held);
         match self.timing {
-            Timing::Untimed | Timing::Observed => unlock(),
-            _ => self.release_timed_as(None, unlock),
+            Timing::Untimed => unlock(),
+            Timing::Observed => {
+                now::hold_ends(self.held);
+                unlock()
+            }
+            _ => Hold::release_timed_unblamed(*self, unlock),
         }
     }
 
+    /// [`Hold::release`] of a timed hold; by value and out of line for
+    /// the reason [`Hold::release_blaming`] gives.
+    #[inline(never)]
+    fn release_timed_unblamed(self, unlock: impl FnOnce()) {
+        now::hold_ends(self.held);
+        self.release_timed_as(None, unlock)
+    }
+
     /// The hold ends with a clock read just after `unlock`, outside the
-    /// critical section.
-    #[inline]
-    fn release_timed(&self, meta: &Meta, mode: Mode, unlock: impl FnOnce()) {
+    /// critical section. Out of line: one acquisition in `sample_every`,
+    /// and every contended one, comes here.
+    #[inline(never)]
+    fn release_timed(self, meta: &Meta, mode: Mode, unlock: impl FnOnce()) {
+        now::hold_ends(self.held);
         let blame = meta
             .blame
             .anyone_waiting()
@@ -186,17 +224,12 @@ impl Hold {
         unlock();
         let hold_ns = e.clock().delta_as_nanos(start, e.clock().raw());
         let wait_ns = match self.timing {
-            Timing::Contended {
-                wait_ns,
-                behind,
-                stack,
-                ..
-            } => {
-                e.end_contended_hold(Some(hold_ns), wait_ns, behind);
-                if let Some(c) = stack {
+            Timing::Contended => {
+                e.end_contended_hold(Some(hold_ns), self.wait_ns, self.behind);
+                if let Some(c) = self.stack {
                     stack_hooks::waiter_held(e, c, hold_ns);
                 }
-                wait_ns
+                self.wait_ns
             }
             _ => {
                 e.end_sampled_hold(hold_ns);
@@ -208,6 +241,24 @@ impl Hold {
         }
         if e.is_slow(wait_ns, hold_ns) {
             slow::report(e, wait_ns, hold_ns);
+        }
+    }
+}
+
+/// The release of an observed hold that is not timed: only whether anyone
+/// waits is checked, to blame the holder's stack. Out of line and given
+/// scalars only, so that the unobserved drop stays small enough to inline
+/// and keeps the guard in registers.
+#[inline(never)]
+fn release_observed(held: u32, meta: &Meta, mode: Mode, unlock: impl FnOnce()) {
+    now::hold_ends(held);
+    // One load of the lock's own line, while it is still ours.
+    match meta.blame.anyone_waiting() {
+        false => unlock(),
+        true => {
+            let site = meta.holder.load(Relaxed);
+            unlock();
+            blame_holder(meta, site, mode);
         }
     }
 }

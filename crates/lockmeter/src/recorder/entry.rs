@@ -8,7 +8,10 @@
 
 use std::panic::Location;
 use std::ptr;
-use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{
+    AtomicPtr, AtomicU64,
+    Ordering::{Acquire, Relaxed, Release},
+};
 
 use lockmeter_model::dist::{bucket_index, BUCKETS};
 
@@ -42,13 +45,29 @@ impl Counter {
     }
 }
 
+/// Buckets per lazily allocated chunk of an [`AtomicDist`]: two cache lines.
+const CHUNK: usize = 16;
+/// Chunks per distribution.
+const CHUNKS: usize = BUCKETS.div_ceil(CHUNK);
+
+/// One chunk of buckets.
+type Chunk = [Counter; CHUNK];
+
 /// A single-writer log-bucket distribution (see `lockmeter_model::dist`).
+///
+/// The 160 buckets come in chunks of 16, each allocated the first time a
+/// value falls in it: a distribution's values span a few octaves, so an
+/// entry holds a few hundred bytes of buckets instead of 5 KiB for four
+/// full distributions (see `docs/performance.md`, "Memory"). Counts stay
+/// exact; a chunk is allocated by the writer, after the unlock that ends
+/// the hold it records, and published with a release store that readers
+/// acquire.
 struct AtomicDist {
     count: Counter,
     total: Counter,
     min: AtomicU64,
     max: Counter,
-    buckets: [Counter; BUCKETS],
+    chunks: [AtomicPtr<Chunk>; CHUNKS],
 }
 
 impl AtomicDist {
@@ -58,7 +77,7 @@ impl AtomicDist {
             total: Counter::default(),
             min: AtomicU64::new(u64::MAX),
             max: Counter::default(),
-            buckets: std::array::from_fn(|_| Counter::default()),
+            chunks: std::array::from_fn(|_| AtomicPtr::new(ptr::null_mut())),
         }
     }
 
@@ -70,7 +89,35 @@ impl AtomicDist {
         if ns < self.min.load(Relaxed) {
             self.min.store(ns, Relaxed);
         }
-        self.buckets[bucket_index(ns)].add(1);
+        let ix = bucket_index(ns);
+        // Relaxed: only this thread ever stores the pointer.
+        let mut chunk = self.chunks[ix / CHUNK].load(Relaxed);
+        if chunk.is_null() {
+            chunk = self.allocate(ix / CHUNK);
+        }
+        // SAFETY: a published chunk lives until the distribution drops.
+        let chunk = unsafe { &*chunk };
+        chunk[ix % CHUNK].add(1);
+    }
+
+    /// The first value in chunk `c`: allocates and publishes it.
+    #[cold]
+    #[inline(never)]
+    fn allocate(&self, c: usize) -> *mut Chunk {
+        let chunk = Box::into_raw(Box::new(std::array::from_fn(|_| Counter::default())));
+        self.chunks[c].store(chunk, Release);
+        chunk
+    }
+
+    /// Bucket `ix` as a reader sees it.
+    fn bucket(&self, ix: usize) -> u64 {
+        let chunk = self.chunks[ix / CHUNK].load(Acquire);
+        if chunk.is_null() {
+            return 0;
+        }
+        // SAFETY: as in `record`.
+        let chunk = unsafe { &*chunk };
+        chunk[ix % CHUNK].get()
     }
 
     /// The model form of the distribution so far.
@@ -84,10 +131,34 @@ impl AtomicDist {
         let (min, max) = (self.min.load(Relaxed), self.max.get());
         let (lo, hi) = (bucket_index(min.min(max)), bucket_index(max));
         let mut counts = [0u64; BUCKETS];
-        for (count, bucket) in counts[lo..=hi].iter_mut().zip(&self.buckets[lo..=hi]) {
-            *count = bucket.get();
+        for (ix, count) in counts.iter_mut().enumerate().take(hi + 1).skip(lo) {
+            *count = self.bucket(ix);
         }
         lockmeter_model::Dist::from_buckets(&counts, count, self.total.get(), min, max)
+    }
+
+    /// Bytes of buckets allocated so far.
+    #[cfg(test)]
+    fn allocated_bytes(&self) -> usize {
+        let n = self
+            .chunks
+            .iter()
+            .filter(|c| !c.load(Relaxed).is_null())
+            .count();
+        n * std::mem::size_of::<Chunk>()
+    }
+}
+
+impl Drop for AtomicDist {
+    fn drop(&mut self) {
+        for c in &mut self.chunks {
+            let chunk = *c.get_mut();
+            if !chunk.is_null() {
+                // SAFETY: allocated by `allocate` with `Box::into_raw`,
+                // and `&mut self` means no reader or writer remains.
+                drop(unsafe { Box::from_raw(chunk) });
+            }
+        }
     }
 }
 
@@ -454,5 +525,50 @@ impl Entry {
         }
         all.merge(&sampled);
         (all, timed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_distribution_allocates_only_the_chunks_its_values_fall_in() {
+        let d = AtomicDist::new();
+        assert_eq!(d.allocated_bytes(), 0);
+        for ns in 1_000..1_100 {
+            d.record(ns);
+        }
+        assert_eq!(d.allocated_bytes(), std::mem::size_of::<Chunk>());
+    }
+
+    #[test]
+    fn counts_stay_exact_across_chunks() {
+        let d = AtomicDist::new();
+        let values = [0u64, 3, 17, 900, 1_000_000, 1 << 40, u64::MAX];
+        for (i, &v) in values.iter().enumerate() {
+            for _ in 0..=i {
+                d.record(v);
+            }
+        }
+        let read = d.read();
+        assert_eq!(read.count, 28);
+        assert_eq!(read.min, 0);
+        assert_eq!(read.max, u64::MAX);
+        assert_eq!(read.buckets.iter().map(|&(_, c)| c).sum::<u64>(), 28);
+        let expected = lockmeter_model::Dist::from_buckets(
+            &{
+                let mut c = [0u64; BUCKETS];
+                for (i, &v) in values.iter().enumerate() {
+                    c[bucket_index(v)] += i as u64 + 1;
+                }
+                c
+            },
+            28,
+            read.total,
+            0,
+            u64::MAX,
+        );
+        assert_eq!(read.buckets, expected.buckets);
     }
 }

@@ -165,7 +165,7 @@ impl<'a, R: RawRwLock, T: ?Sized> MeteredReadGuard<'a, R, T> {
     fn end_hold(&mut self, unlock: impl FnOnce(R::SharedGuard)) {
         // SAFETY: put back by `relock` before the guard is used again.
         let raw = unsafe { ManuallyDrop::take(&mut self.raw) };
-        std::mem::replace(&mut self.hold, Hold::NONE).release(|| unlock(raw));
+        std::mem::replace(&mut self.hold, Hold::none()).release(|| unlock(raw));
     }
 
     fn relock(&mut self, site: &'static Location<'static>) {
@@ -286,7 +286,7 @@ impl<'a, R: RawRwLock, T: ?Sized> MeteredWriteGuard<'a, R, T> {
     fn end_hold(&mut self, unlock: impl FnOnce(R::ExclusiveGuard)) {
         // SAFETY: put back by `relock` before the guard is used again.
         let raw = unsafe { ManuallyDrop::take(&mut self.raw) };
-        std::mem::replace(&mut self.hold, Hold::NONE).release(|| unlock(raw));
+        std::mem::replace(&mut self.hold, Hold::none()).release(|| unlock(raw));
     }
 
     fn relock(&mut self, site: &'static Location<'static>) {
@@ -393,7 +393,7 @@ impl<'a, R: RawRwLockUpgrade, T: ?Sized> MeteredUpgradableReadGuard<'a, R, T> {
     fn end_hold(&mut self, unlock: impl FnOnce(R::UpgradableGuard)) {
         // SAFETY: put back by `relock` before the guard is used again.
         let raw = unsafe { ManuallyDrop::take(&mut self.raw) };
-        std::mem::replace(&mut self.hold, Hold::NONE).release(|| unlock(raw));
+        std::mem::replace(&mut self.hold, Hold::none()).release(|| unlock(raw));
     }
 
     fn relock(&mut self, site: &'static Location<'static>) {
@@ -512,7 +512,7 @@ impl<'a, R: RawRwLockUpgradeDowngrade, T: ?Sized> MeteredUpgradableReadGuard<'a,
         site: &'static Location<'static>,
         f: impl FnOnce(&mut T) -> Ret,
     ) -> Ret {
-        std::mem::replace(&mut self.hold, Hold::NONE).release(|| ());
+        std::mem::replace(&mut self.hold, Hold::none()).release(|| ());
         let lock = self.lock;
         let mut writer = Some(MeteredWriteGuard::new(lock, w, whold));
         let this = &mut *self;

@@ -256,7 +256,7 @@ impl<R: RawRwLock, T: ?Sized> MeteredRwLock<R, T> {
     where
         R::SharedGuard: Default,
     {
-        MeteredReadGuard::new(self, Default::default(), Hold::NONE)
+        MeteredReadGuard::new(self, Default::default(), Hold::none())
     }
 
     /// A write guard for an exclusive lock taken some other way; not
@@ -268,7 +268,7 @@ impl<R: RawRwLock, T: ?Sized> MeteredRwLock<R, T> {
     where
         R::ExclusiveGuard: Default,
     {
-        MeteredWriteGuard::new(self, Default::default(), Hold::NONE)
+        MeteredWriteGuard::new(self, Default::default(), Hold::none())
     }
 
     /// Releases a shared lock whose guard was forgotten; that hold is
@@ -484,7 +484,7 @@ impl<R: RawRwLockUpgrade, T: ?Sized> MeteredRwLock<R, T> {
     where
         R::UpgradableGuard: Default,
     {
-        MeteredUpgradableReadGuard::new(self, Default::default(), Hold::NONE)
+        MeteredUpgradableReadGuard::new(self, Default::default(), Hold::none())
     }
 
     /// One metered upgrade of `up` at `site`: a `write` acquisition.
