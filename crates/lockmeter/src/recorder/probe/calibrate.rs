@@ -1,6 +1,8 @@
 //! The measurement of what recording costs, per operation.
 //!
-//! Two parts, both timed with `std::time::Instant` over short batches:
+//! Two parts, both timed with `std::time::Instant` over short batches,
+//! each figure the fastest of several batches (noise on a shared machine
+//! only ever adds time):
 //!
 //! - **Once per process and lookup** ([`base`]), on a thread of its own,
 //!   through the same lookup the recorder's acquisitions take: for the
@@ -8,8 +10,8 @@
 //!   inherits the global default); for a scoped one, a private recorder in
 //!   a scoped dispatcher. An observed `Mutex` and `SpinLock` are taken and
 //!   released in a loop against the bare lock (parking_lot's mutex; a plain
-//!   compare-and-swap spinlock), in interleaved batches, the median of the
-//!   differences (the *total*); and, each timed alone, the work done before
+//!   compare-and-swap spinlock), in interleaved batches, the difference of
+//!   the fastest batches (the *total*); and, each timed alone, the work done before
 //!   the attempt (finding the recorder and the entry, the sampling counter)
 //!   and the work done while the lock is held (the counters, the holder and
 //!   owner notes, the held-lock table, the release's check). Timed alone
@@ -48,7 +50,7 @@ const ITERATIONS: u64 = if cfg!(debug_assertions) {
 } else {
     50_000
 };
-/// Interleaved batch pairs per measurement; the median difference is kept.
+/// Batches per measurement (interleaved for pairs); the fastest is kept.
 const REPS: usize = if cfg!(debug_assertions) { 3 } else { 7 };
 /// Stack captures timed (each takes microseconds).
 const CAPTURES: usize = 5;
@@ -77,31 +79,34 @@ fn per_op(n: u64, mut op: impl FnMut()) -> f64 {
     t.elapsed().as_nanos() as f64 / n as f64
 }
 
-/// The median of `xs` (NaN-free input).
-fn median(mut xs: Vec<f64>) -> f64 {
-    xs.sort_by(f64::total_cmp);
-    match xs.len() {
-        0 => 0.0,
-        n if n % 2 == 1 => xs[n / 2],
-        n => (xs[n / 2 - 1] + xs[n / 2]) / 2.0,
-    }
+/// The least of `xs`: on a shared machine noise only ever adds time, so
+/// the fastest batch is the closest to what the operation itself costs.
+fn least(xs: impl Iterator<Item = f64>) -> f64 {
+    xs.fold(f64::INFINITY, f64::min)
 }
 
-/// The median over [`REPS`] interleaved batches of `b` minus `a`, in ns
-/// per operation.
+/// The fastest of [`REPS`] batches of `op`, less the fastest empty loop.
+fn timed(mut op: impl FnMut()) -> f64 {
+    let empty = least((0..REPS).map(|_| {
+        per_op(ITERATIONS, || {
+            black_box(0);
+        })
+    }));
+    least((0..REPS).map(|_| per_op(ITERATIONS, &mut op))) - empty
+}
+
+/// `b`'s cost over `a`'s, in ns per operation: the fastest of [`REPS`]
+/// batches each, the batches of the two interleaved.
 fn diff(mut a: impl FnMut(), mut b: impl FnMut()) -> f64 {
     // One warm-up batch each: a new site's entry is not steady state.
     per_op(ITERATIONS / 10, &mut a);
     per_op(ITERATIONS / 10, &mut b);
-    median(
-        (0..REPS)
-            .map(|_| {
-                let x = per_op(ITERATIONS, &mut a);
-                let y = per_op(ITERATIONS, &mut b);
-                y - x
-            })
-            .collect(),
-    )
+    let (mut fa, mut fb) = (f64::INFINITY, f64::INFINITY);
+    for _ in 0..REPS {
+        fa = fa.min(per_op(ITERATIONS, &mut a));
+        fb = fb.min(per_op(ITERATIONS, &mut b));
+    }
+    fb - fa
 }
 
 /// The prefix of the classes calibration creates. In a global recorder
@@ -221,7 +226,7 @@ fn before_attempt() -> (f64, Option<(*const Recorder, *const Entry)>) {
         mode: Mode::Exclusive,
     };
     let mut found = None;
-    let ns = per_op(ITERATIONS, || {
+    let ns = timed(|| {
         if !recorder::observing() {
             return;
         }
@@ -234,8 +239,6 @@ fn before_attempt() -> (f64, Option<(*const Recorder, *const Entry)>) {
             black_box(unsafe { &*e }.sample_uncontended());
             found = Some((rec, e));
         }
-    }) - per_op(ITERATIONS, || {
-        black_box(0);
     });
     (ns, found)
 }
@@ -259,7 +262,7 @@ fn while_held(found: Option<(*const Recorder, *const Entry)>) -> f64 {
     );
     let lock = &owner as *const AtomicUsize as usize;
     let me = black_box(lock ^ 1);
-    per_op(ITERATIONS, || {
+    timed(|| {
         e.count_nowait();
         if owner.load(Ordering::Relaxed) != me {
             owner.store(me, Ordering::Relaxed);
@@ -271,8 +274,6 @@ fn while_held(found: Option<(*const Recorder, *const Entry)>) -> f64 {
         let held = crate::now::hold_begins(lock, entry, rec);
         crate::now::hold_ends(held);
         black_box(blame.load(Ordering::Relaxed));
-    }) - per_op(ITERATIONS, || {
-        black_box(0);
     })
 }
 
@@ -357,34 +358,29 @@ fn entry_costs(clock: &quanta::Clock) -> (f64, f64, f64) {
         mode: Mode::Exclusive,
     };
     let e = Entry::new(key, clock.clone(), u64::MAX, 1);
-    let empty = || {
-        per_op(ITERATIONS, || {
-            black_box(0);
-        })
-    };
     // A sampled uncontended hold: a clock read before the attempt, one
     // after the unlock, the distribution.
-    let timed = per_op(ITERATIONS, || {
+    let hold = timed(|| {
         let start = clock.raw();
         e.hold_started();
         let end = clock.raw();
         e.end_sampled_hold(clock.delta_as_nanos(start, end));
-    }) - empty();
+    });
     // The clock read that ends a wait, and its counters, under the lock.
-    let inside = per_op(ITERATIONS, || {
+    let inside = timed(|| {
         black_box(clock.raw());
         e.count_contended(0, 0);
-    }) - empty();
+    });
     // The clock reads that start the wait and end the hold, the wait and
     // hold distributions and the holder table, after the unlock.
-    let outside = per_op(ITERATIONS, || {
+    let outside = timed(|| {
         let start = clock.raw();
         e.hold_started();
         let end = clock.raw();
         let ns = clock.delta_as_nanos(start, end);
         e.end_contended_hold(Some(ns), ns, std::ptr::null_mut());
-    }) - empty();
-    (timed.max(0.0), inside.max(0.0), outside.max(0.0))
+    });
+    (hold.max(0.0), inside.max(0.0), outside.max(0.0))
 }
 
 /// One stack capture of `depth` frames, from `depth` frames deep (so that
