@@ -76,11 +76,12 @@ fn row(
     row.note(format!(
         "bare = measured added cost ({:.2} observed - {:.2} bare ns/op, medians), instr = \
          self_cost estimate over the {n} observed acquisitions ({inside:.2} inside + \
-         {outside:.2} outside the critical section), lookup {}; goal estimate/measured \
-         within {:.2}-{:.2}: {verdict}",
+         {outside:.2} outside the critical section), lookup {}, calibrated in {:.1} ms; \
+         goal estimate/measured within {:.2}-{:.2}: {verdict}",
         pair.instrumented,
         pair.bare,
         costs.map_or("?", |c| c.lookup.as_str()),
+        costs.map_or(f64::NAN, |c| c.calibration_ns as f64 / 1e6),
         1.0 - WITHIN,
         1.0 + WITHIN,
     ))

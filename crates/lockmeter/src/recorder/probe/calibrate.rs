@@ -48,10 +48,10 @@ use crate::stacks::{StackSettings, MAX_STACK_DEPTH};
 const ITERATIONS: u64 = if cfg!(debug_assertions) {
     2_000
 } else {
-    50_000
+    20_000
 };
 /// Batches per measurement (interleaved for pairs); the fastest is kept.
-const REPS: usize = if cfg!(debug_assertions) { 3 } else { 7 };
+const REPS: usize = if cfg!(debug_assertions) { 3 } else { 5 };
 /// Stack captures timed (each takes microseconds).
 const CAPTURES: usize = 5;
 
