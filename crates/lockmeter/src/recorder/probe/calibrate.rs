@@ -55,7 +55,7 @@ const REPS: usize = if cfg!(debug_assertions) { 3 } else { 5 };
 /// Stack captures timed (each takes microseconds).
 const CAPTURES: usize = 5;
 
-/// What is measured once per process.
+/// What is measured once per process and lookup kind.
 #[derive(Debug, Clone)]
 pub(super) struct Base {
     /// Wall time of the whole measurement.
