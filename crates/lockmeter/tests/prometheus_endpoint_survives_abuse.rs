@@ -134,6 +134,7 @@ impl SnapshotSource for BigSource {
                 sites: vec![SiteStats {
                     site: format!("big.rs:{i}:1"),
                     mode: None,
+                    pid: None,
                     stats,
                 }],
                 holders: Vec::new(),

@@ -60,10 +60,16 @@ fn counters_are_exact_and_cumulative_across_a_reset() {
                 ("le", &WAIT_BUCKET.1.to_string()),
             ],
         );
-        assert_eq!(
-            (below, within),
-            (Some(0.0), Some(demo.waits as f64)),
-            "{accept:?}"
+        // None of the forced (>= 24 ms) waits is below the bucket of
+        // 24 ms; a loaded machine may stretch some past its upper bound,
+        // so only what can be known is asserted: none below, at most all
+        // within, and all counted (the `_count` below).
+        assert_eq!(below, Some(0.0), "{accept:?}");
+        let within = within.expect("no bucket for ~24 ms");
+        assert!(
+            within <= demo.waits as f64,
+            "{within} of {} waits within ~24 ms: {accept:?}",
+            demo.waits
         );
         assert_eq!(
             value(

@@ -42,6 +42,38 @@ pub struct Mutex<T: ?Sized> {
 /// hold being recorded.
 type Parts = (<parking_lot::RawMutex as lock_api::RawMutex>::Guard, Hold);
 
+/// Writes `parts` into `held` (the hold through [`Hold::stash`]).
+///
+/// # Safety
+/// Only the thread holding the lock may call it.
+#[inline(always)]
+unsafe fn stash(held: &UnsafeCell<MaybeUninit<Parts>>, (raw, hold): Parts) {
+    let p = held.get().cast::<Parts>();
+    // SAFETY: `p` is valid for writes (the caller holds the lock, and
+    // only the holder touches `held`); `MaybeUninit` has its content's
+    // layout.
+    unsafe {
+        std::ptr::addr_of_mut!((*p).0).write(raw);
+        hold.stash(std::ptr::addr_of_mut!((*p).1));
+    }
+}
+
+/// Reads back what [`stash`] wrote, once per write.
+///
+/// # Safety
+/// The caller holds the lock, and `stash` wrote `held` since it was last read.
+#[inline(always)]
+unsafe fn unstash(held: &UnsafeCell<MaybeUninit<Parts>>) -> Parts {
+    let p = held.get().cast::<Parts>();
+    // SAFETY: the caller's promise: `stash` wrote both parts.
+    unsafe {
+        (
+            std::ptr::addr_of!((*p).0).read(),
+            Hold::unstash(std::ptr::addr_of!((*p).1)),
+        )
+    }
+}
+
 // SAFETY: `held` is only touched by the thread holding `inner`, whose
 // acquire/release orders it between holders; the rest is `crate::Mutex`'s.
 unsafe impl<T: ?Sized + Send> Send for Mutex<T> {}
@@ -160,7 +192,7 @@ impl<'a, T: ?Sized> MutexGuard<'a, T> {
     fn new(lock: &'a Mutex<T>, inner: crate::MutexGuard<'a, T>) -> Self {
         let parts = crate::MutexGuard::into_raw_parts(inner);
         // SAFETY: we hold the lock, and only its holder touches `held`.
-        unsafe { (*lock.held.get()).write(parts) };
+        unsafe { stash(&lock.held, parts) };
         MutexGuard {
             lock,
             state: poison::Guard::new(),
@@ -188,12 +220,12 @@ impl<'a, T: ?Sized> MutexGuard<'a, T> {
                 // SAFETY: the lock is held (the guard is valid again after
                 // `f`, as a `&mut` guard must be), and only its holder
                 // touches `held`.
-                unsafe { (*self.lock.held.get()).write(parts) };
+                unsafe { stash(&self.lock.held, parts) };
             }
         }
         // SAFETY: this guard holds the lock, so `held` has its parts,
         // written by `new` or by the last `Restore`; read out once here.
-        let (raw, hold) = unsafe { (*self.lock.held.get()).assume_init_read() };
+        let (raw, hold) = unsafe { unstash(&self.lock.held) };
         // SAFETY: the parts of the held acquisition, and now its only copy.
         let inner = unsafe { self.lock.inner.guard_from_parts(raw, hold) };
         let mut restore = Restore {
@@ -262,12 +294,12 @@ impl<T: ?Sized> DerefMut for MutexGuard<'_, T> {
 impl<T: ?Sized> Drop for MutexGuard<'_, T> {
     /// Poisons (if panicking) while still holding, then unlocks and
     /// records the hold through the metered guard.
-    #[inline]
+    #[inline(always)]
     fn drop(&mut self) {
         self.lock.poison.done(&self.state);
         // SAFETY: this guard holds the lock, so `held` has its parts; read
         // out once, as the guard ends.
-        let (raw, hold) = unsafe { (*self.lock.held.get()).assume_init_read() };
+        let (raw, hold) = unsafe { unstash(&self.lock.held) };
         // SAFETY: the parts of the held acquisition, and its only copy.
         drop(unsafe { self.lock.inner.guard_from_parts(raw, hold) });
     }
