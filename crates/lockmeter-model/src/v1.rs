@@ -10,6 +10,7 @@ use serde::{Deserialize, Deserializer};
 
 use crate::now::{Deadlock, LockOrder, Now};
 use crate::selfcost::{Budget, OpCosts, SelfCost};
+use crate::stacks::Stacks;
 use crate::{
     Holder, LockKind, LockStats, ProcessInfo, Sampling, SiteStats, Snapshot, Stats, Window,
 };
@@ -27,6 +28,8 @@ struct SnapshotOut<'a> {
     dropped_records: u64,
     sampling: &'a Sampling,
     locks: Vec<LockOut<'a>>,
+    #[serde(skip_serializing_if = "Stacks::is_empty")]
+    stacks: &'a Stacks,
     #[serde(skip_serializing_if = "Now::is_empty")]
     now: &'a Now,
     #[serde(skip_serializing_if = "<[Deadlock]>::is_empty")]
@@ -185,6 +188,7 @@ impl Serialize for Snapshot {
                 .iter()
                 .map(|l| LockOut::new(l, elapsed_ns))
                 .collect(),
+            stacks: &self.stacks,
             now: &self.now,
             deadlocks: &self.deadlocks,
             lock_order: &self.lock_order,
@@ -251,8 +255,10 @@ mod tests {
             dropped_edges: 2,
             ..LockOrder::default()
         };
-        // Stats fields that are left out when zero must still be written
-        // when they are not (a condvar's notifies that woke nobody).
+        // The stacks extension (it was once dropped from every JSON dump
+        // and endpoint frame, so the viewer's stacks pane stayed empty).
+        snap.stacks.rate_ns = 1_000_000;
+        snap.stacks.dropped = 4;
         snap.self_cost = Some(Box::new(crate::selfcost::SelfCost {
             costs: crate::selfcost::OpCosts {
                 lookup: "global".into(),
@@ -274,11 +280,14 @@ mod tests {
                 ..Default::default()
             }),
         }));
+        // Stats fields that are left out when zero must still be written
+        // when they are not (a condvar's notifies that woke nobody).
         snap.locks[0].total.empty_wake_calls = 7;
         snap.locks[0].sites[0].stats.empty_wake_calls = 7;
         let text = serde_json::to_string(&snap).unwrap();
         assert_eq!(parse_snapshot(&text).unwrap(), snap);
         for key in [
+            "\"stacks\"",
             "\"now\"",
             "\"deadlocks\"",
             "\"lock_order\"",
