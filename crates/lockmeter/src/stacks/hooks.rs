@@ -56,7 +56,8 @@ impl PackedCaptured {
 #[cold]
 #[inline(never)]
 pub(crate) fn waiter(rec: &Recorder, e: &Entry, wait_ns: u64) -> Option<Captured> {
-    let weight = weight_of(rec.stacks.rate_ns, wait_ns)?;
+    // The rate in effect: an overhead budget may have raised it.
+    let weight = weight_of(rec.probe.stack_rate_ns(), wait_ns)?;
     let mut buf = [0usize; MAX_STACK_DEPTH];
     let n = capture(&mut buf[..rec.stacks.depth]);
     let slot = e.stacks.record(Side::Waiter, &buf[..n], weight, wait_ns)?;
