@@ -112,7 +112,7 @@ thread_local! {
 #[cold]
 #[inline(never)]
 pub(crate) fn before_wait(rec: &Recorder, e: &Entry) -> PreWait {
-    let rate = rec.stacks.rate_ns;
+    let rate = rec.probe.stack_rate_ns();
     if rate == 0 {
         return PreWait::Off;
     }
@@ -152,7 +152,7 @@ pub(crate) fn after_wait(
     match pre {
         PreWait::Off | PreWait::Skipped => None,
         PreWait::After => waiter(rec, e, wait_ns),
-        PreWait::Captured { p } => keep_ahead(rec.stacks.rate_ns, e, p, wait_ns),
+        PreWait::Captured { p } => keep_ahead(rec.probe.stack_rate_ns(), e, p, wait_ns),
     }
 }
 
