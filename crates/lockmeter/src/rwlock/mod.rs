@@ -34,6 +34,36 @@ pub use self::recursive::{RawRwLockRecursive, RawRwLockRecursiveTimed};
 use crate::class::{Class, Mode};
 use crate::meter::{self, Hold, Meta};
 
+/// The timed forms of the acquisitions: a row per mode gives its
+/// `_for` / `_until` pair (see `timed_pair!`), which tries `$try` at once,
+/// then waits with the raw lock's timed method, and wraps the raw guard in
+/// `$guard`.
+macro_rules! timed_acquisitions {
+    ($(
+        $(#[$for_doc:meta])* $for:ident = $wait_for:ident,
+        $(#[$until_doc:meta])* $until:ident = $wait_until:ident,
+        $mode:ident: $try:ident -> $guard:ident;
+    )*) => {$(
+        timed_pair! {
+            $(#[$for_doc])*
+            fn $for(timeout: R::Duration) = R::$wait_for;
+            $(#[$until_doc])*
+            fn $until(deadline: R::Instant) = R::$wait_until;
+            #[track_caller]
+            pub fn [] (&self,) limit () -> Option<$guard<'_, R, T>>, |wait, limit| {
+                meter::acquire_timed(
+                    &self.meta,
+                    Location::caller(),
+                    Mode::$mode,
+                    || self.raw.$try(),
+                    || (wait(&self.raw, limit), 0, 0),
+                )
+                .map(|(raw, hold)| $guard::new(self, raw, hold))
+            }
+        }
+    )*};
+}
+
 /// A reader-writer lock over the raw lock `R` that records contention per
 /// call site and mode.
 ///
@@ -218,6 +248,24 @@ impl<R: RawRwLock, T: ?Sized> MeteredRwLock<R, T> {
             .expect("a lock already held is acquired at the first attempt")
     }
 
+    /// Ends `hold` while `turn` changes the raw lock's mode, then begins a
+    /// NOWAIT acquisition of the new mode at `site` ([`begin_held`]); the
+    /// lock is never free between.
+    ///
+    /// [`begin_held`]: Self::begin_held
+    pub(crate) fn switch_mode<G>(
+        &self,
+        hold: Hold,
+        mode: Mode,
+        site: &'static Location<'static>,
+        turn: impl FnOnce() -> G,
+    ) -> (G, Hold) {
+        let mut turned = None;
+        hold.release(|| turned = Some(turn()));
+        let turned = turned.expect("release runs its closure");
+        self.begin_held(mode, site, turned)
+    }
+
     /// Whether anyone holds the lock right now.
     pub fn is_locked(&self) -> bool {
         self.raw.is_locked()
@@ -325,56 +373,18 @@ impl<R: RawRwLockFair, T: ?Sized> MeteredRwLock<R, T> {
 }
 
 impl<R: RawRwLockTimed, T: ?Sized> MeteredRwLock<R, T> {
-    /// Read access, giving up after `timeout` (counted in RJECT).
-    #[track_caller]
-    pub fn try_read_for(&self, timeout: R::Duration) -> Option<MeteredReadGuard<'_, R, T>> {
-        meter::acquire_timed(
-            &self.meta,
-            Location::caller(),
-            Mode::Read,
-            || self.raw.try_lock_shared(),
-            || (self.raw.try_lock_shared_for(timeout), 0, 0),
-        )
-        .map(|(raw, hold)| MeteredReadGuard::new(self, raw, hold))
-    }
+    timed_acquisitions! {
+        /// Read access, giving up after `timeout` (counted in RJECT).
+        try_read_for = try_lock_shared_for,
+        /// Read access, giving up at `deadline` (counted in RJECT).
+        try_read_until = try_lock_shared_until,
+        Read: try_lock_shared -> MeteredReadGuard;
 
-    /// Write access, giving up after `timeout` (counted in RJECT).
-    #[track_caller]
-    pub fn try_write_for(&self, timeout: R::Duration) -> Option<MeteredWriteGuard<'_, R, T>> {
-        meter::acquire_timed(
-            &self.meta,
-            Location::caller(),
-            Mode::Write,
-            || self.raw.try_lock_exclusive(),
-            || (self.raw.try_lock_exclusive_for(timeout), 0, 0),
-        )
-        .map(|(raw, hold)| MeteredWriteGuard::new(self, raw, hold))
-    }
-
-    /// Read access, giving up at `deadline` (counted in RJECT).
-    #[track_caller]
-    pub fn try_read_until(&self, deadline: R::Instant) -> Option<MeteredReadGuard<'_, R, T>> {
-        meter::acquire_timed(
-            &self.meta,
-            Location::caller(),
-            Mode::Read,
-            || self.raw.try_lock_shared(),
-            || (self.raw.try_lock_shared_until(deadline), 0, 0),
-        )
-        .map(|(raw, hold)| MeteredReadGuard::new(self, raw, hold))
-    }
-
-    /// Write access, giving up at `deadline` (counted in RJECT).
-    #[track_caller]
-    pub fn try_write_until(&self, deadline: R::Instant) -> Option<MeteredWriteGuard<'_, R, T>> {
-        meter::acquire_timed(
-            &self.meta,
-            Location::caller(),
-            Mode::Write,
-            || self.raw.try_lock_exclusive(),
-            || (self.raw.try_lock_exclusive_until(deadline), 0, 0),
-        )
-        .map(|(raw, hold)| MeteredWriteGuard::new(self, raw, hold))
+        /// Write access, giving up after `timeout` (counted in RJECT).
+        try_write_for = try_lock_exclusive_for,
+        /// Write access, giving up at `deadline` (counted in RJECT).
+        try_write_until = try_lock_exclusive_until,
+        Write: try_lock_exclusive -> MeteredWriteGuard;
     }
 }
 
@@ -408,36 +418,12 @@ impl<R: RawRwLockRecursive, T: ?Sized> MeteredRwLock<R, T> {
 }
 
 impl<R: RawRwLockRecursiveTimed, T: ?Sized> MeteredRwLock<R, T> {
-    /// [`read_recursive`](Self::read_recursive), giving up after `timeout`.
-    #[track_caller]
-    pub fn try_read_recursive_for(
-        &self,
-        timeout: R::Duration,
-    ) -> Option<MeteredReadGuard<'_, R, T>> {
-        meter::acquire_timed(
-            &self.meta,
-            Location::caller(),
-            Mode::Read,
-            || self.raw.try_lock_shared_recursive(),
-            || (self.raw.try_lock_shared_recursive_for(timeout), 0, 0),
-        )
-        .map(|(raw, hold)| MeteredReadGuard::new(self, raw, hold))
-    }
-
-    /// [`read_recursive`](Self::read_recursive), giving up at `deadline`.
-    #[track_caller]
-    pub fn try_read_recursive_until(
-        &self,
-        deadline: R::Instant,
-    ) -> Option<MeteredReadGuard<'_, R, T>> {
-        meter::acquire_timed(
-            &self.meta,
-            Location::caller(),
-            Mode::Read,
-            || self.raw.try_lock_shared_recursive(),
-            || (self.raw.try_lock_shared_recursive_until(deadline), 0, 0),
-        )
-        .map(|(raw, hold)| MeteredReadGuard::new(self, raw, hold))
+    timed_acquisitions! {
+        /// [`read_recursive`](Self::read_recursive), giving up after `timeout`.
+        try_read_recursive_for = try_lock_shared_recursive_for,
+        /// [`read_recursive`](Self::read_recursive), giving up at `deadline`.
+        try_read_recursive_until = try_lock_shared_recursive_until,
+        Read: try_lock_shared_recursive -> MeteredReadGuard;
     }
 }
 
@@ -502,13 +488,7 @@ impl<R: RawRwLockUpgrade, T: ?Sized> MeteredRwLock<R, T> {
             // SAFETY: `take()` is this guard's upgradable lock, held.
             || unsafe { self.raw.upgrade(take()) },
             // SAFETY: as above; a failed try gives the guard back.
-            || match unsafe { self.raw.try_upgrade(take()) } {
-                Ok(w) => Some(w),
-                Err(up) => {
-                    slot.set(Some(up));
-                    None
-                }
-            },
+            || attempt_from(&slot, |up| unsafe { self.raw.try_upgrade(up) }),
             // SAFETY: as above.
             || (unsafe { self.raw.upgrade(take()) }, 0, 0),
         )
@@ -522,15 +502,8 @@ impl<R: RawRwLockUpgrade, T: ?Sized> MeteredRwLock<R, T> {
     ) -> Result<(R::ExclusiveGuard, Hold), R::UpgradableGuard> {
         let slot = Cell::new(Some(up));
         let got = meter::try_acquire(&self.meta, site, Mode::Write, || {
-            let up = slot.take()?;
-            // SAFETY: `up` is this guard's upgradable lock, held.
-            match unsafe { self.raw.try_upgrade(up) } {
-                Ok(w) => Some(w),
-                Err(up) => {
-                    slot.set(Some(up));
-                    None
-                }
-            }
+            // SAFETY: the slot holds this guard's upgradable lock, held.
+            attempt_from(&slot, |up| unsafe { self.raw.try_upgrade(up) })
         });
         got.ok_or_else(|| {
             slot.take()
@@ -540,36 +513,12 @@ impl<R: RawRwLockUpgrade, T: ?Sized> MeteredRwLock<R, T> {
 }
 
 impl<R: RawRwLockUpgradeTimed, T: ?Sized> MeteredRwLock<R, T> {
-    /// Upgradable access, giving up after `timeout` (counted in RJECT).
-    #[track_caller]
-    pub fn try_upgradable_read_for(
-        &self,
-        timeout: R::Duration,
-    ) -> Option<MeteredUpgradableReadGuard<'_, R, T>> {
-        meter::acquire_timed(
-            &self.meta,
-            Location::caller(),
-            Mode::Upgradable,
-            || self.raw.try_lock_upgradable(),
-            || (self.raw.try_lock_upgradable_for(timeout), 0, 0),
-        )
-        .map(|(raw, hold)| MeteredUpgradableReadGuard::new(self, raw, hold))
-    }
-
-    /// Upgradable access, giving up at `deadline` (counted in RJECT).
-    #[track_caller]
-    pub fn try_upgradable_read_until(
-        &self,
-        deadline: R::Instant,
-    ) -> Option<MeteredUpgradableReadGuard<'_, R, T>> {
-        meter::acquire_timed(
-            &self.meta,
-            Location::caller(),
-            Mode::Upgradable,
-            || self.raw.try_lock_upgradable(),
-            || (self.raw.try_lock_upgradable_until(deadline), 0, 0),
-        )
-        .map(|(raw, hold)| MeteredUpgradableReadGuard::new(self, raw, hold))
+    timed_acquisitions! {
+        /// Upgradable access, giving up after `timeout` (counted in RJECT).
+        try_upgradable_read_for = try_lock_upgradable_for,
+        /// Upgradable access, giving up at `deadline` (counted in RJECT).
+        try_upgradable_read_until = try_lock_upgradable_until,
+        Upgradable: try_lock_upgradable -> MeteredUpgradableReadGuard;
     }
 
     /// One metered timed upgrade at `site`: `wait` is called with the raw
@@ -585,31 +534,27 @@ impl<R: RawRwLockUpgradeTimed, T: ?Sized> MeteredRwLock<R, T> {
             &self.meta,
             site,
             Mode::Write,
-            || {
-                let up = slot.take()?;
-                // SAFETY: `up` is this guard's upgradable lock, held.
-                match unsafe { self.raw.try_upgrade(up) } {
-                    Ok(w) => Some(w),
-                    Err(up) => {
-                        slot.set(Some(up));
-                        None
-                    }
-                }
-            },
-            || {
-                let Some(up) = slot.take() else {
-                    return (None, 0, 0);
-                };
-                match wait(&self.raw, up) {
-                    Ok(w) => (Some(w), 0, 0),
-                    Err(up) => {
-                        slot.set(Some(up));
-                        (None, 0, 0)
-                    }
-                }
-            },
+            // SAFETY: the slot holds this guard's upgradable lock, held.
+            || attempt_from(&slot, |up| unsafe { self.raw.try_upgrade(up) }),
+            || (attempt_from(&slot, |up| wait(&self.raw, up)), 0, 0),
         );
         got.ok_or_else(|| slot.take().expect("a failed upgrade gives the guard back"))
+    }
+}
+
+/// Runs `attempt` on the guard in `slot`; a guard it gives back (a failed
+/// try) goes back in the slot, for the next attempt or the caller. `None`
+/// when the slot is empty or the attempt fails.
+fn attempt_from<G, W>(
+    slot: &Cell<Option<G>>,
+    attempt: impl FnOnce(G) -> Result<W, G>,
+) -> Option<W> {
+    match attempt(slot.take()?) {
+        Ok(w) => Some(w),
+        Err(g) => {
+            slot.set(Some(g));
+            None
+        }
     }
 }
 
@@ -630,16 +575,11 @@ impl<R: RawRwLock, T> From<T> for MeteredRwLock<R, T> {
 impl<R: RawRwLock, T: ?Sized + fmt::Debug> fmt::Debug for MeteredRwLock<R, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut d = f.debug_struct("RwLock");
-        match self.raw.try_lock_shared() {
-            Some(g) => {
-                // SAFETY: we hold a read lock until `unlock_shared` below.
-                d.field("data", &unsafe { &*self.data.get() });
-                // SAFETY: `g` is the state of the acquisition just made.
-                unsafe { self.raw.unlock_shared(g) };
-            }
-            None => {
-                d.field("data", &format_args!("<locked>"));
-            }
+        if self
+            .try_read_unmetered(|data| d.field("data", &data))
+            .is_none()
+        {
+            d.field("data", &format_args!("<locked>"));
         }
         d.finish()
     }
