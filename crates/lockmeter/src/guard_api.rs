@@ -107,3 +107,61 @@ macro_rules! timed_pair {
         }
     };
 }
+
+/// `Debug` and `Display` of guards: both show the data, as lock_api's and
+/// std's guards do. Each entry is `[generics before T] Guard<..., T>`; `T`
+/// gets the `?Sized + Debug` (or `Display`) bound.
+macro_rules! fmt_as_data {
+    ($([$($gen:tt)*] $guard:ty),* $(,)?) => {$(
+        impl<$($gen)* T: ?Sized + ::std::fmt::Debug> ::std::fmt::Debug for $guard {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                ::std::fmt::Debug::fmt(&**self, f)
+            }
+        }
+        impl<$($gen)* T: ?Sized + ::std::fmt::Display> ::std::fmt::Display for $guard {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                ::std::fmt::Display::fmt(&**self, f)
+            }
+        }
+    )*};
+}
+
+/// `From<T>` and `Default` of locks, through `new`, so that the lock's
+/// class is the caller's site (`#[track_caller]`). Each entry is
+/// `[generics before T] Lock<..., T>`.
+macro_rules! from_and_default {
+    ($([$($gen:tt)*] $lock:ty),* $(,)?) => {$(
+        impl<$($gen)* T> From<T> for $lock {
+            #[track_caller]
+            fn from(value: T) -> Self {
+                Self::new(value)
+            }
+        }
+        impl<$($gen)* T: Default> Default for $lock {
+            #[track_caller]
+            fn default() -> Self {
+                Self::new(T::default())
+            }
+        }
+    )*};
+}
+
+/// `new` and `named` of a metered lock with a `const fn from_class`: the
+/// class is the creation site, or `name` (see `Class`).
+macro_rules! class_constructors {
+    (new: $(#[$new_doc:meta])* named: $(#[$named_doc:meta])*) => {
+        $(#[$new_doc])*
+        #[track_caller]
+        pub const fn new(value: T) -> Self {
+            let site = ::std::panic::Location::caller();
+            Self::from_class($crate::class::Class::new(None, site), value)
+        }
+
+        $(#[$named_doc])*
+        #[track_caller]
+        pub const fn named(name: &'static str, value: T) -> Self {
+            let site = ::std::panic::Location::caller();
+            Self::from_class($crate::class::Class::new(Some(name), site), value)
+        }
+    };
+}

@@ -125,16 +125,9 @@ unsafe impl<R: RawMutex + Send, T: ?Sized + Send> Send for MeteredMutex<R, T> {}
 unsafe impl<R: RawMutex + Sync, T: ?Sized + Send> Sync for MeteredMutex<R, T> {}
 
 impl<R: RawMutex, T> MeteredMutex<R, T> {
-    /// A mutex whose class is its creation site.
-    #[track_caller]
-    pub const fn new(value: T) -> Self {
-        Self::from_class(Class::new(None, Location::caller()), value)
-    }
-
-    /// A mutex of the class `name`.
-    #[track_caller]
-    pub const fn named(name: &'static str, value: T) -> Self {
-        Self::from_class(Class::new(Some(name), Location::caller()), value)
+    class_constructors! {
+        new: /// A mutex whose class is its creation site.
+        named: /// A mutex of the class `name`.
     }
 
     /// A mutex over an existing raw lock (lock_api's `const_new`); its
@@ -302,33 +295,16 @@ impl<R: RawMutexTimed, T: ?Sized> MeteredMutex<R, T> {
     }
 }
 
-impl<R: RawMutex, T: Default> Default for MeteredMutex<R, T> {
-    #[track_caller]
-    fn default() -> Self {
-        Self::new(T::default())
-    }
-}
-
-impl<R: RawMutex, T> From<T> for MeteredMutex<R, T> {
-    #[track_caller]
-    fn from(value: T) -> Self {
-        Self::new(value)
-    }
-}
+from_and_default!([R: RawMutex,] MeteredMutex<R, T>);
 
 impl<R: RawMutex, T: ?Sized + fmt::Debug> fmt::Debug for MeteredMutex<R, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut d = f.debug_struct("Mutex");
-        match self.raw.try_lock() {
-            Some(g) => {
-                // SAFETY: we hold the lock until `unlock` below.
-                d.field("data", &unsafe { &*self.data.get() });
-                // SAFETY: `g` is the state of the acquisition just made.
-                unsafe { self.raw.unlock(g) };
-            }
-            None => {
-                d.field("data", &format_args!("<locked>"));
-            }
+        if self
+            .try_lock_unmetered(|data| d.field("data", &data))
+            .is_none()
+        {
+            d.field("data", &format_args!("<locked>"));
         }
         d.finish()
     }
@@ -531,18 +507,6 @@ impl<R: RawMutex, T: ?Sized> Drop for MeteredMutexGuard<'_, R, T> {
     }
 }
 
-impl<R: RawMutex, T: ?Sized + fmt::Debug> fmt::Debug for MeteredMutexGuard<'_, R, T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&**self, f)
-    }
-}
-
-impl<R: RawMutex, T: ?Sized + fmt::Display> fmt::Display for MeteredMutexGuard<'_, R, T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(&**self, f)
-    }
-}
-
 /// A guard for a part of a [`MeteredMutex`]'s data, made by
 /// `MeteredMutexGuard::map`. It holds the whole lock; the hold of the guard
 /// it was made from ends when it drops.
@@ -662,17 +626,10 @@ impl<R: RawMutex, T: ?Sized> Drop for MeteredMappedMutexGuard<'_, R, T> {
     }
 }
 
-impl<R: RawMutex, T: ?Sized + fmt::Debug> fmt::Debug for MeteredMappedMutexGuard<'_, R, T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&**self, f)
-    }
-}
-
-impl<R: RawMutex, T: ?Sized + fmt::Display> fmt::Display for MeteredMappedMutexGuard<'_, R, T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(&**self, f)
-    }
-}
+fmt_as_data!(
+    [R: RawMutex,] MeteredMutexGuard<'_, R, T>,
+    [R: RawMutex,] MeteredMappedMutexGuard<'_, R, T>,
+);
 
 impl<R: RawMutex, T: ?Sized> MeteredMutex<R, T> {
     /// Runs `f` on the data if the lock is free, without counting: for

@@ -186,16 +186,9 @@ unsafe impl<R: RawMutex + Sync, G: GetThreadId + Sync, T: ?Sized + Send> Sync
 }
 
 impl<R: RawMutex, G: GetThreadId, T> MeteredReentrantMutex<R, G, T> {
-    /// A reentrant mutex whose class is its creation site.
-    #[track_caller]
-    pub const fn new(value: T) -> Self {
-        Self::from_class(Class::new(None, Location::caller()), value)
-    }
-
-    /// A reentrant mutex of the class `name`.
-    #[track_caller]
-    pub const fn named(name: &'static str, value: T) -> Self {
-        Self::from_class(Class::new(Some(name), Location::caller()), value)
+    class_constructors! {
+        new: /// A reentrant mutex whose class is its creation site.
+        named: /// A reentrant mutex of the class `name`.
     }
 
     /// A reentrant mutex over existing parts (lock_api's `const_new`).
@@ -366,19 +359,7 @@ impl<R: RawMutexTimed, G: GetThreadId, T: ?Sized> MeteredReentrantMutex<R, G, T>
     }
 }
 
-impl<R: RawMutex, G: GetThreadId, T: Default> Default for MeteredReentrantMutex<R, G, T> {
-    #[track_caller]
-    fn default() -> Self {
-        Self::new(T::default())
-    }
-}
-
-impl<R: RawMutex, G: GetThreadId, T> From<T> for MeteredReentrantMutex<R, G, T> {
-    #[track_caller]
-    fn from(value: T) -> Self {
-        Self::new(value)
-    }
-}
+from_and_default!([R: RawMutex, G: GetThreadId,] MeteredReentrantMutex<R, G, T>);
 
 impl<R: RawMutex, G: GetThreadId, T: ?Sized + fmt::Debug> fmt::Debug
     for MeteredReentrantMutex<R, G, T>
@@ -663,20 +644,7 @@ impl<R: RawMutex, G: GetThreadId, T: ?Sized> Drop
     }
 }
 
-/// `Debug` and `Display` show the data, as lock_api's guards do.
-macro_rules! fmt_as_data {
-    ($($guard:ident),*) => {$(
-        impl<R: RawMutex, G: GetThreadId, T: ?Sized + fmt::Debug> fmt::Debug for $guard<'_, R, G, T> {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                fmt::Debug::fmt(&**self, f)
-            }
-        }
-        impl<R: RawMutex, G: GetThreadId, T: ?Sized + fmt::Display> fmt::Display for $guard<'_, R, G, T> {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                fmt::Display::fmt(&**self, f)
-            }
-        }
-    )*};
-}
-
-fmt_as_data!(MeteredReentrantMutexGuard, MeteredMappedReentrantMutexGuard);
+fmt_as_data!(
+    [R: RawMutex, G: GetThreadId,] MeteredReentrantMutexGuard<'_, R, G, T>,
+    [R: RawMutex, G: GetThreadId,] MeteredMappedReentrantMutexGuard<'_, R, G, T>,
+);

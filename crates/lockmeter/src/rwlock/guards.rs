@@ -4,7 +4,6 @@
 //! the lock (in its mode) is released. None is `Send`: the hold is
 //! recorded by the thread that acquired.
 
-use std::fmt;
 use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
 use std::ops::{Deref, DerefMut};
@@ -603,26 +602,10 @@ guard_access! {
     MeteredMappedWriteGuard<R: RawRwLock> mut: |g| g.data, g.lock, unlock_exclusive;
 }
 
-/// `Debug` and `Display` show the data, as lock_api's guards do.
-macro_rules! fmt_as_data {
-    ($($guard:ident: $bound:ident),*) => {$(
-        impl<R: $bound, T: ?Sized + fmt::Debug> fmt::Debug for $guard<'_, R, T> {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                fmt::Debug::fmt(&**self, f)
-            }
-        }
-        impl<R: $bound, T: ?Sized + fmt::Display> fmt::Display for $guard<'_, R, T> {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                fmt::Display::fmt(&**self, f)
-            }
-        }
-    )*};
-}
-
 fmt_as_data!(
-    MeteredReadGuard: RawRwLock,
-    MeteredWriteGuard: RawRwLock,
-    MeteredUpgradableReadGuard: RawRwLockUpgrade,
-    MeteredMappedReadGuard: RawRwLock,
-    MeteredMappedWriteGuard: RawRwLock
+    [R: RawRwLock,] MeteredReadGuard<'_, R, T>,
+    [R: RawRwLock,] MeteredWriteGuard<'_, R, T>,
+    [R: RawRwLockUpgrade,] MeteredUpgradableReadGuard<'_, R, T>,
+    [R: RawRwLock,] MeteredMappedReadGuard<'_, R, T>,
+    [R: RawRwLock,] MeteredMappedWriteGuard<'_, R, T>,
 );

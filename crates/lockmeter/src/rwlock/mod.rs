@@ -132,16 +132,9 @@ unsafe impl<R: RawRwLock + Send, T: ?Sized + Send> Send for MeteredRwLock<R, T> 
 unsafe impl<R: RawRwLock + Sync, T: ?Sized + Send + Sync> Sync for MeteredRwLock<R, T> {}
 
 impl<R: RawRwLock, T> MeteredRwLock<R, T> {
-    /// A lock whose class is its creation site.
-    #[track_caller]
-    pub const fn new(value: T) -> Self {
-        Self::from_class(Class::new(None, Location::caller()), value)
-    }
-
-    /// A lock of the class `name`.
-    #[track_caller]
-    pub const fn named(name: &'static str, value: T) -> Self {
-        Self::from_class(Class::new(Some(name), Location::caller()), value)
+    class_constructors! {
+        new: /// A lock whose class is its creation site.
+        named: /// A lock of the class `name`.
     }
 
     /// A lock over an existing raw lock (lock_api's `const_new`).
@@ -558,19 +551,7 @@ fn attempt_from<G, W>(
     }
 }
 
-impl<R: RawRwLock, T: Default> Default for MeteredRwLock<R, T> {
-    #[track_caller]
-    fn default() -> Self {
-        Self::new(T::default())
-    }
-}
-
-impl<R: RawRwLock, T> From<T> for MeteredRwLock<R, T> {
-    #[track_caller]
-    fn from(value: T) -> Self {
-        Self::new(value)
-    }
-}
+from_and_default!([R: RawRwLock,] MeteredRwLock<R, T>);
 
 impl<R: RawRwLock, T: ?Sized + fmt::Debug> fmt::Debug for MeteredRwLock<R, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

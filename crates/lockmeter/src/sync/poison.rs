@@ -4,7 +4,7 @@
 //! the poison, until `clear_poison`.
 
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
-use std::sync::{LockResult, PoisonError};
+use std::sync::{LockResult, PoisonError, TryLockError, TryLockResult};
 use std::thread;
 
 /// Whether a holder panicked. A plain std atomic, not the loom shim's: it
@@ -48,6 +48,26 @@ impl Flag {
 
     pub(crate) fn clear(&self) {
         self.0.store(false, Relaxed);
+    }
+
+    /// `Ok(value)` or, if a holder panicked, `Err(PoisonError(value))`.
+    #[inline(always)]
+    pub(crate) fn result<T>(&self, value: T) -> LockResult<T> {
+        if self.get() {
+            Err(PoisonError::new(value))
+        } else {
+            Ok(value)
+        }
+    }
+}
+
+/// A `try_` acquisition in std's terms: `WouldBlock` when it failed, else
+/// the guard, as `Poisoned` if a holder panicked.
+#[inline(always)]
+pub(crate) fn try_result<G>(got: Option<LockResult<G>>) -> TryLockResult<G> {
+    match got {
+        Some(guard) => Ok(guard?),
+        None => Err(TryLockError::WouldBlock),
     }
 }
 
