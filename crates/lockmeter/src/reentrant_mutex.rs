@@ -311,51 +311,25 @@ impl<R: RawMutexFair, G: GetThreadId, T: ?Sized> MeteredReentrantMutex<R, G, T> 
 }
 
 impl<R: RawMutexTimed, G: GetThreadId, T: ?Sized> MeteredReentrantMutex<R, G, T> {
-    /// Acquires the mutex, giving up after `timeout` (counted in RJECT).
-    #[track_caller]
-    pub fn try_lock_for(
-        &self,
-        timeout: R::Duration,
-    ) -> Option<MeteredReentrantMutexGuard<'_, R, G, T>> {
-        let me = self.core.me();
-        meter::acquire_timed(
-            &self.core.meta,
-            Location::caller(),
-            Mode::Exclusive,
-            || self.core.enter(me, || self.core.raw.try_lock()),
-            || {
-                (
-                    self.core.enter(me, || self.core.raw.try_lock_for(timeout)),
-                    0,
-                    0,
-                )
-            },
-        )
-        .map(|((), hold)| MeteredReentrantMutexGuard::new(self, hold))
-    }
-
-    /// Acquires the mutex, giving up at `deadline` (counted in RJECT).
-    #[track_caller]
-    pub fn try_lock_until(
-        &self,
-        deadline: R::Instant,
-    ) -> Option<MeteredReentrantMutexGuard<'_, R, G, T>> {
-        let me = self.core.me();
-        meter::acquire_timed(
-            &self.core.meta,
-            Location::caller(),
-            Mode::Exclusive,
-            || self.core.enter(me, || self.core.raw.try_lock()),
-            || {
-                (
-                    self.core
-                        .enter(me, || self.core.raw.try_lock_until(deadline)),
-                    0,
-                    0,
-                )
-            },
-        )
-        .map(|((), hold)| MeteredReentrantMutexGuard::new(self, hold))
+    timed_pair! {
+        /// Acquires the mutex, giving up after `timeout` (counted in RJECT).
+        fn try_lock_for(timeout: R::Duration) = R::try_lock_for;
+        /// Acquires the mutex, giving up at `deadline` (counted in RJECT).
+        fn try_lock_until(deadline: R::Instant) = R::try_lock_until;
+        #[track_caller]
+        pub fn [] (&self,) limit () -> Option<MeteredReentrantMutexGuard<'_, R, G, T>>,
+        |wait, limit| {
+            let me = self.core.me();
+            let raw = &self.core.raw;
+            meter::acquire_timed(
+                &self.core.meta,
+                Location::caller(),
+                Mode::Exclusive,
+                || self.core.enter(me, || raw.try_lock()),
+                || (self.core.enter(me, || wait(raw, limit)), 0, 0),
+            )
+            .map(|((), hold)| MeteredReentrantMutexGuard::new(self, hold))
+        }
     }
 }
 
@@ -441,43 +415,9 @@ impl<'a, R: RawMutex, G: GetThreadId, T: ?Sized> MeteredReentrantMutexGuard<'a, 
         s.lock
     }
 
-    /// A guard for a part of the data; the hold carries over.
-    pub fn map<U: ?Sized, F>(s: Self, f: F) -> MeteredMappedReentrantMutexGuard<'a, R, G, U>
-    where
-        F: FnOnce(&T) -> &U,
-    {
-        let data: *const U = f(&s);
-        Self::into_mapped(s, data)
-    }
-
-    /// Like [`map`](Self::map), giving the guard back when `f` finds nothing.
-    #[allow(clippy::result_large_err)]
-    pub fn try_map<U: ?Sized, F>(
-        s: Self,
-        f: F,
-    ) -> Result<MeteredMappedReentrantMutexGuard<'a, R, G, U>, Self>
-    where
-        F: FnOnce(&T) -> Option<&U>,
-    {
-        let Some(data) = f(&s) else { return Err(s) };
-        let data: *const U = data;
-        Ok(Self::into_mapped(s, data))
-    }
-
-    /// Like [`try_map`](Self::try_map), returning `f`'s error beside the guard.
-    #[allow(clippy::type_complexity)]
-    pub fn try_map_or_err<U: ?Sized, F, E>(
-        s: Self,
-        f: F,
-    ) -> Result<MeteredMappedReentrantMutexGuard<'a, R, G, U>, (Self, E)>
-    where
-        F: FnOnce(&T) -> Result<&U, E>,
-    {
-        let data: *const U = match f(&s) {
-            Ok(data) => data,
-            Err(e) => return Err((s, e)),
-        };
-        Ok(Self::into_mapped(s, data))
+    map_fns! {
+        /// A guard for a part of the data; the hold carries over.
+        MeteredMappedReentrantMutexGuard<R, G>, &T as *const
     }
 
     /// Leaves this level, runs `f`, and enters again; the reacquisition
@@ -487,12 +427,28 @@ impl<'a, R: RawMutex, G: GetThreadId, T: ?Sized> MeteredReentrantMutexGuard<'a, 
     where
         F: FnOnce() -> U,
     {
-        let site = Location::caller();
-        let hold = std::mem::replace(&mut s.hold, Hold::none());
         // SAFETY: this guard holds a level on this thread; `g` is the raw
         // lock's guard if it was the last.
-        unsafe { s.lock.core.release(&hold, |raw, g| raw.unlock(g)) };
-        let _relock = OnDrop(|| s.hold = s.lock.core.lock_at(site));
+        unsafe { s.unlock_run(|raw, g| raw.unlock(g), f) }
+    }
+
+    /// Ends the hold and leaves this level with `unlock`, runs `f`, and
+    /// enters again at the caller's site, on return or unwind alike.
+    ///
+    /// # Safety
+    /// `unlock` must release the raw lock's guard it is given.
+    #[track_caller]
+    unsafe fn unlock_run<U>(
+        &mut self,
+        unlock: impl FnOnce(&R, R::Guard),
+        f: impl FnOnce() -> U,
+    ) -> U {
+        let site = Location::caller();
+        let hold = std::mem::replace(&mut self.hold, Hold::none());
+        // SAFETY: this guard holds a level on this thread; `unlock` is as
+        // the caller promises.
+        unsafe { self.lock.core.release(&hold, unlock) };
+        let _relock = OnDrop(|| self.hold = self.lock.core.lock_at(site));
         f()
     }
 }
@@ -511,12 +467,8 @@ impl<R: RawMutexFair, G: GetThreadId, T: ?Sized> MeteredReentrantMutexGuard<'_, 
     where
         F: FnOnce() -> U,
     {
-        let site = Location::caller();
-        let hold = std::mem::replace(&mut s.hold, Hold::none());
-        // SAFETY: this guard holds a level on this thread.
-        unsafe { s.lock.core.release(&hold, |raw, g| raw.unlock_fair(g)) };
-        let _relock = OnDrop(|| s.hold = s.lock.core.lock_at(site));
-        f()
+        // SAFETY: `unlock_fair` releases the raw guard.
+        unsafe { s.unlock_run(|raw, g| raw.unlock_fair(g), f) }
     }
 
     /// Lets a waiting thread have the lock if this is the only level, then
@@ -562,7 +514,10 @@ unsafe impl<R: RawMutex + Sync, G: GetThreadId + Sync, T: ?Sized + Sync> Sync
 }
 
 impl<'a, R: RawMutex, G: GetThreadId, T: ?Sized> MeteredMappedReentrantMutexGuard<'a, R, G, T> {
-    fn remap<U: ?Sized>(s: Self, data: *const U) -> MeteredMappedReentrantMutexGuard<'a, R, G, U> {
+    fn into_mapped<U: ?Sized>(
+        s: Self,
+        data: *const U,
+    ) -> MeteredMappedReentrantMutexGuard<'a, R, G, U> {
         let s = ManuallyDrop::new(s);
         MeteredMappedReentrantMutexGuard {
             core: s.core,
@@ -573,43 +528,9 @@ impl<'a, R: RawMutex, G: GetThreadId, T: ?Sized> MeteredMappedReentrantMutexGuar
         }
     }
 
-    /// Narrows the guard further.
-    pub fn map<U: ?Sized, F>(s: Self, f: F) -> MeteredMappedReentrantMutexGuard<'a, R, G, U>
-    where
-        F: FnOnce(&T) -> &U,
-    {
-        let data: *const U = f(&s);
-        Self::remap(s, data)
-    }
-
-    /// Like [`map`](Self::map), giving the guard back when `f` finds nothing.
-    #[allow(clippy::result_large_err)]
-    pub fn try_map<U: ?Sized, F>(
-        s: Self,
-        f: F,
-    ) -> Result<MeteredMappedReentrantMutexGuard<'a, R, G, U>, Self>
-    where
-        F: FnOnce(&T) -> Option<&U>,
-    {
-        let Some(data) = f(&s) else { return Err(s) };
-        let data: *const U = data;
-        Ok(Self::remap(s, data))
-    }
-
-    /// Like [`try_map`](Self::try_map), returning `f`'s error beside the guard.
-    #[allow(clippy::type_complexity)]
-    pub fn try_map_or_err<U: ?Sized, F, E>(
-        s: Self,
-        f: F,
-    ) -> Result<MeteredMappedReentrantMutexGuard<'a, R, G, U>, (Self, E)>
-    where
-        F: FnOnce(&T) -> Result<&U, E>,
-    {
-        let data: *const U = match f(&s) {
-            Ok(data) => data,
-            Err(e) => return Err((s, e)),
-        };
-        Ok(Self::remap(s, data))
+    map_fns! {
+        /// Narrows the guard further.
+        MeteredMappedReentrantMutexGuard<R, G>, &T as *const
     }
 }
 

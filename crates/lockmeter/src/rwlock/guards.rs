@@ -21,65 +21,6 @@ use crate::meter::Hold;
 use crate::on_drop::OnDrop;
 use crate::recorder;
 
-/// Shared access to a [`MeteredRwLock`]'s data.
-#[must_use = "the lock is released as soon as the guard is dropped"]
-pub struct MeteredReadGuard<'a, R: RawRwLock, T: ?Sized> {
-    lock: &'a MeteredRwLock<R, T>,
-    raw: ManuallyDrop<R::SharedGuard>,
-    hold: Hold,
-}
-
-/// Exclusive access to a [`MeteredRwLock`]'s data.
-#[must_use = "the lock is released as soon as the guard is dropped"]
-pub struct MeteredWriteGuard<'a, R: RawRwLock, T: ?Sized> {
-    lock: &'a MeteredRwLock<R, T>,
-    raw: ManuallyDrop<R::ExclusiveGuard>,
-    hold: Hold,
-}
-
-/// Upgradable shared access to a [`MeteredRwLock`]'s data: readable now,
-/// writable after `upgrade`.
-#[must_use = "the lock is released as soon as the guard is dropped"]
-pub struct MeteredUpgradableReadGuard<'a, R: RawRwLockUpgrade, T: ?Sized> {
-    lock: &'a MeteredRwLock<R, T>,
-    raw: ManuallyDrop<R::UpgradableGuard>,
-    hold: Hold,
-}
-
-/// Shared access to a part of a [`MeteredRwLock`]'s data, made by `map`.
-#[must_use = "the lock is released as soon as the guard is dropped"]
-pub struct MeteredMappedReadGuard<'a, R: RawRwLock, T: ?Sized> {
-    lock: &'a R,
-    data: *const T,
-    raw: ManuallyDrop<R::SharedGuard>,
-    hold: Hold,
-    marker: PhantomData<&'a T>,
-}
-
-/// Exclusive access to a part of a [`MeteredRwLock`]'s data, made by `map`.
-#[must_use = "the lock is released as soon as the guard is dropped"]
-pub struct MeteredMappedWriteGuard<'a, R: RawRwLock, T: ?Sized> {
-    lock: &'a R,
-    data: *mut T,
-    raw: ManuallyDrop<R::ExclusiveGuard>,
-    hold: Hold,
-    marker: PhantomData<&'a mut T>,
-}
-
-// SAFETY: sharing a guard only shares `&T`.
-unsafe impl<R: RawRwLock + Sync, T: ?Sized + Sync> Sync for MeteredReadGuard<'_, R, T> {}
-// SAFETY: sharing a guard only shares `&T`.
-unsafe impl<R: RawRwLock + Sync, T: ?Sized + Sync> Sync for MeteredWriteGuard<'_, R, T> {}
-// SAFETY: sharing a guard only shares `&T`.
-unsafe impl<R: RawRwLockUpgrade + Sync, T: ?Sized + Sync> Sync
-    for MeteredUpgradableReadGuard<'_, R, T>
-{
-}
-// SAFETY: sharing a guard only shares `&T`.
-unsafe impl<R: RawRwLock + Sync, T: ?Sized + Sync> Sync for MeteredMappedReadGuard<'_, R, T> {}
-// SAFETY: sharing a guard only shares `&T`.
-unsafe impl<R: RawRwLock + Sync, T: ?Sized + Sync> Sync for MeteredMappedWriteGuard<'_, R, T> {}
-
 /// Moves a guard's fields out without running its `Drop`.
 macro_rules! into_parts {
     ($s:expr, $($field:ident),*) => {{
@@ -99,16 +40,29 @@ macro_rules! into_parts {
 // method that ends it, which a trait over the guards would have to name
 // anyway, at the cost of one more public-looking layer.
 
-/// The API of a guard that owns its [`MeteredRwLock`] borrow and can
-/// release and reacquire it in place: `new`, `rwlock`, `unlocked`, and the
-/// private `end_hold` / `relock` / `unlock_run` the fair forms share.
+/// A guard that owns its [`MeteredRwLock`] borrow and can release and
+/// reacquire it in place: the struct (not `Send`, `Sync` as `&T` is),
+/// `new`, `rwlock`, `unlocked`, and the private `end_hold` / `relock` /
+/// `unlock_run` the fair forms share.
 macro_rules! relockable_guard {
     (
+        $(#[$struct_doc:meta])*
         $guard:ident<R: $bound:ident>, raw: $raw:ident,
         unlock: $unlock:ident, reacquire: $at:ident,
         rwlock: $(#[$rwlock_doc:meta])*
         unlocked: $(#[$unlocked_doc:meta])*
     ) => {
+        $(#[$struct_doc])*
+        #[must_use = "the lock is released as soon as the guard is dropped"]
+        pub struct $guard<'a, R: $bound, T: ?Sized> {
+            lock: &'a MeteredRwLock<R, T>,
+            raw: ManuallyDrop<R::$raw>,
+            hold: Hold,
+        }
+
+        // SAFETY: sharing a guard only shares `&T`.
+        unsafe impl<R: $bound + Sync, T: ?Sized + Sync> Sync for $guard<'_, R, T> {}
+
         impl<'a, R: $bound, T: ?Sized> $guard<'a, R, T> {
             pub(super) fn new(lock: &'a MeteredRwLock<R, T>, raw: R::$raw, hold: Hold) -> Self {
                 $guard {
@@ -203,6 +157,7 @@ macro_rules! fair_guard {
 }
 
 relockable_guard! {
+    /// Shared access to a [`MeteredRwLock`]'s data.
     MeteredReadGuard<R: RawRwLock>, raw: SharedGuard,
     unlock: unlock_shared, reacquire: read_at,
     rwlock: /// The lock this guard reads.
@@ -212,6 +167,7 @@ relockable_guard! {
 }
 
 relockable_guard! {
+    /// Exclusive access to a [`MeteredRwLock`]'s data.
     MeteredWriteGuard<R: RawRwLock>, raw: ExclusiveGuard,
     unlock: unlock_exclusive, reacquire: write_at,
     rwlock: /// The lock this guard writes.
@@ -221,6 +177,8 @@ relockable_guard! {
 }
 
 relockable_guard! {
+    /// Upgradable shared access to a [`MeteredRwLock`]'s data: readable now,
+    /// writable after `upgrade`.
     MeteredUpgradableReadGuard<R: RawRwLockUpgrade>, raw: UpgradableGuard,
     unlock: unlock_upgradable, reacquire: upgradable_at,
     rwlock: /// The lock this guard reads.
@@ -463,27 +421,86 @@ impl<'a, R: RawRwLockUpgradeTimed + RawRwLockUpgradeDowngrade, T: ?Sized>
     }
 }
 
-impl<'a, R: RawRwLock, T: ?Sized> MeteredMappedReadGuard<'a, R, T> {
-    fn new(lock: &'a R, data: *const T, raw: R::SharedGuard, hold: Hold) -> Self {
-        MeteredMappedReadGuard {
-            lock,
-            data,
-            raw: ManuallyDrop::new(raw),
-            hold,
-            marker: PhantomData,
+/// A guard narrowed by `map` to a part of the data, over the raw lock
+/// alone: the struct (not `Send`, `Sync` as `&T` is), `new`, the `map`
+/// forms again, and `unlock_fair` through `$unlock_fair`.
+macro_rules! mapped_guard {
+    (
+        $(#[$doc:meta])* $guard:ident, raw: $raw:ident, &mut T as *mut,
+        unlock_fair: $unlock_fair:ident
+    ) => {
+        mapped_guard!(@ (mut) $(#[$doc])* $guard, $raw, *mut, $unlock_fair);
+    };
+    (
+        $(#[$doc:meta])* $guard:ident, raw: $raw:ident, &T as *const,
+        unlock_fair: $unlock_fair:ident
+    ) => {
+        mapped_guard!(@ () $(#[$doc])* $guard, $raw, *const, $unlock_fair);
+    };
+    (
+        @ ($($mut:ident)?) $(#[$struct_doc:meta])* $guard:ident, $raw:ident, *$ptr:tt,
+        $unlock_fair:ident
+    ) => {
+        $(#[$struct_doc])*
+        #[must_use = "the lock is released as soon as the guard is dropped"]
+        pub struct $guard<'a, R: RawRwLock, T: ?Sized> {
+            lock: &'a R,
+            data: *$ptr T,
+            raw: ManuallyDrop<R::$raw>,
+            hold: Hold,
+            marker: PhantomData<&'a $($mut)? T>,
         }
-    }
 
-    map_fns! {
-        /// Narrows the guard further.
-        MeteredMappedReadGuard<R>, &T as *const
-    }
+        // SAFETY: sharing a guard only shares `&T`.
+        unsafe impl<R: RawRwLock + Sync, T: ?Sized + Sync> Sync for $guard<'_, R, T> {}
 
-    fn into_mapped<U: ?Sized>(s: Self, data: *const U) -> MeteredMappedReadGuard<'a, R, U> {
-        let (lock, raw, hold) = into_parts!(s, lock);
-        MeteredMappedReadGuard::new(lock, data, raw, hold)
-    }
+        impl<'a, R: RawRwLock, T: ?Sized> $guard<'a, R, T> {
+            fn new(lock: &'a R, data: *$ptr T, raw: R::$raw, hold: Hold) -> Self {
+                $guard {
+                    lock,
+                    data,
+                    raw: ManuallyDrop::new(raw),
+                    hold,
+                    marker: PhantomData,
+                }
+            }
 
+            map_fns! {
+                /// Narrows the guard further.
+                $guard<R>, &$($mut)? T as *$ptr
+            }
+
+            fn into_mapped<U: ?Sized>(s: Self, data: *$ptr U) -> $guard<'a, R, U> {
+                let (lock, raw, hold) = into_parts!(s, lock);
+                $guard::new(lock, data, raw, hold)
+            }
+        }
+
+        impl<R: RawRwLockFair, T: ?Sized> $guard<'_, R, T> {
+            /// Unlocks fairly.
+            pub fn unlock_fair(s: Self) {
+                let (lock, raw, hold) = into_parts!(s, lock);
+                // SAFETY: `raw` is this guard's lock, in the mode
+                // `$unlock_fair` releases.
+                hold.release(|| unsafe { lock.$unlock_fair(raw) });
+            }
+        }
+    };
+}
+
+mapped_guard! {
+    /// Shared access to a part of a [`MeteredRwLock`]'s data, made by `map`.
+    MeteredMappedReadGuard, raw: SharedGuard, &T as *const,
+    unlock_fair: unlock_shared_fair
+}
+
+mapped_guard! {
+    /// Exclusive access to a part of a [`MeteredRwLock`]'s data, made by `map`.
+    MeteredMappedWriteGuard, raw: ExclusiveGuard, &mut T as *mut,
+    unlock_fair: unlock_exclusive_fair
+}
+
+impl<'a, R: RawRwLock, T: ?Sized> MeteredMappedReadGuard<'a, R, T> {
     /// lock_api 0.4's name for [`try_map_or_err`](Self::try_map_or_err) on
     /// this guard.
     #[allow(clippy::type_complexity)]
@@ -495,46 +512,6 @@ impl<'a, R: RawRwLock, T: ?Sized> MeteredMappedReadGuard<'a, R, T> {
         F: FnOnce(&T) -> Result<&U, E>,
     {
         Self::try_map_or_err(s, f)
-    }
-}
-
-impl<R: RawRwLockFair, T: ?Sized> MeteredMappedReadGuard<'_, R, T> {
-    /// Unlocks fairly.
-    pub fn unlock_fair(s: Self) {
-        let (lock, raw, hold) = into_parts!(s, lock);
-        // SAFETY: `raw` is this guard's shared lock.
-        hold.release(|| unsafe { lock.unlock_shared_fair(raw) });
-    }
-}
-
-impl<'a, R: RawRwLock, T: ?Sized> MeteredMappedWriteGuard<'a, R, T> {
-    fn new(lock: &'a R, data: *mut T, raw: R::ExclusiveGuard, hold: Hold) -> Self {
-        MeteredMappedWriteGuard {
-            lock,
-            data,
-            raw: ManuallyDrop::new(raw),
-            hold,
-            marker: PhantomData,
-        }
-    }
-
-    map_fns! {
-        /// Narrows the guard further.
-        MeteredMappedWriteGuard<R>, &mut T as *mut
-    }
-
-    fn into_mapped<U: ?Sized>(s: Self, data: *mut U) -> MeteredMappedWriteGuard<'a, R, U> {
-        let (lock, raw, hold) = into_parts!(s, lock);
-        MeteredMappedWriteGuard::new(lock, data, raw, hold)
-    }
-}
-
-impl<R: RawRwLockFair, T: ?Sized> MeteredMappedWriteGuard<'_, R, T> {
-    /// Unlocks fairly.
-    pub fn unlock_fair(s: Self) {
-        let (lock, raw, hold) = into_parts!(s, lock);
-        // SAFETY: `raw` is this guard's exclusive lock.
-        hold.release(|| unsafe { lock.unlock_exclusive_fair(raw) });
     }
 }
 

@@ -207,17 +207,9 @@ impl<T: ?Sized + fmt::Debug> fmt::Debug for Mutex<T> {
     /// `"<locked>"` (quoted, as std prints it) for data held elsewhere.
     /// Looking does not count.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut d = f.debug_struct("Mutex");
-        match self.inner.try_lock_unmetered(|data| {
-            d.field("data", &data);
-        }) {
-            Some(()) => {}
-            None => {
-                d.field("data", &"<locked>");
-            }
-        }
-        d.field("poisoned", &self.poison.get());
-        d.finish_non_exhaustive()
+        poison::fmt_lock(f, "Mutex", &self.poison, &"<locked>", |show| {
+            self.inner.try_lock_unmetered(show)
+        })
     }
 }
 

@@ -123,15 +123,10 @@ impl<T: ?Sized + fmt::Debug> fmt::Debug for RwLock<T> {
     /// std's format: `RwLock { data: .., poisoned: false, .. }`, with
     /// `<locked>` for data a writer holds. Looking does not count.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut d = f.debug_struct("RwLock");
-        let shown = self.inner.try_read_unmetered(|data| {
-            d.field("data", &data);
-        });
-        if shown.is_none() {
-            d.field("data", &format_args!("<locked>"));
-        }
-        d.field("poisoned", &self.poison.get());
-        d.finish_non_exhaustive()
+        let locked = format_args!("<locked>");
+        poison::fmt_lock(f, "RwLock", &self.poison, &locked, |show| {
+            self.inner.try_read_unmetered(show)
+        })
     }
 }
 
