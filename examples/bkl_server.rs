@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use seed_harness::bkl::{self, server::ServerConfig, Variant};
-use seed_harness::report::{self, VariantRun};
+use seed_harness::report;
 use seed_harness::{meter, CommonArgs, Outcome};
 
 /// Big lock around the TCP copy: requests/s before and after dropping it.
@@ -85,16 +85,13 @@ fn serve(args: &Args, seconds: u64, handle: &lockmeter::Handle) -> ExitCode {
     match bkl::serve_for(cfg, Duration::from_secs(seconds), handle, announce) {
         Ok((served, snap)) => {
             eprintln!("served {served} requests");
-            let outcome = Outcome {
-                results: served,
-                runs: vec![VariantRun {
-                    variant: format!("{}-serve", cfg.variant.name()),
-                    title: format!("{}, {} workers, served {served}", cfg.variant, cfg.workers),
-                    snapshot: snap,
-                    filter: Some(bkl::BKL.to_string()),
-                }],
-                notes: Vec::new(),
-            };
+            let mut outcome = Outcome::new(served);
+            outcome.keep_run(
+                format!("{}-serve", cfg.variant.name()),
+                format!("{}, {} workers, served {served}", cfg.variant, cfg.workers),
+                snap,
+                bkl::BKL,
+            );
             if let Some(dir) = &args.common.dump {
                 for run in &outcome.runs {
                     match report::write_dump(dir, "bkl_server", &run.variant, &run.snapshot) {

@@ -30,7 +30,7 @@ use lockmeter::{Handle, WaitQueue, WaitQueueGuard, WakeOrder};
 use lockmeter_model::Snapshot;
 use serde::{Deserialize, Serialize};
 
-use crate::report::{fixed, Outcome, TextTable, VariantRun};
+use crate::report::{fixed, Outcome, TextTable};
 use crate::{meter, wait};
 
 /// The wait queue the servers sleep on.
@@ -166,8 +166,7 @@ impl Results {
 /// Runs every variant at every number of sleepers. The snapshots kept are
 /// those of the largest number of sleepers.
 pub fn run(cfg: &Config, handle: &Handle) -> io::Result<Outcome<Results>> {
-    let mut results = Results::default();
-    let mut runs = Vec::new();
+    let mut out = Outcome::new(Results::default());
     let largest = cfg.sleepers.iter().copied().max().unwrap_or(0);
     for &n in &cfg.sleepers {
         for &variant in &cfg.variants {
@@ -175,21 +174,17 @@ pub fn run(cfg: &Config, handle: &Handle) -> io::Result<Outcome<Results>> {
             eprintln!("thundering_herd: {variant}, {n} sleepers, {connections} connections");
             let (row, snap) = run_one(variant, n, connections, handle)?;
             if n == largest {
-                runs.push(VariantRun {
-                    variant: variant.name().to_string(),
-                    title: format!("{variant}, {n} sleepers"),
-                    snapshot: snap,
-                    filter: Some("accept".to_string()),
-                });
+                out.keep_run(
+                    variant.name(),
+                    format!("{variant}, {n} sleepers"),
+                    snap,
+                    "accept",
+                );
             }
-            results.rows.push(row);
+            out.results.rows.push(row);
         }
     }
-    Ok(Outcome {
-        results,
-        runs,
-        notes: Vec::new(),
-    })
+    Ok(out)
 }
 
 /// The accept backlog, guarded by the wait queue's lock.

@@ -22,7 +22,7 @@ use lockmeter::{Handle, SpinLock, WaitQueue};
 use lockmeter_model::Snapshot;
 use serde::{Deserialize, Serialize};
 
-use crate::report::{fixed, Outcome, TextTable, VariantRun};
+use crate::report::{fixed, Outcome, TextTable};
 use crate::{affinity, meter, wait};
 
 /// The sockets' wait queue.
@@ -157,13 +157,11 @@ impl Results {
 /// Runs every variant at every placement the machine allows.
 pub fn run(cfg: &Config, handle: &Handle) -> io::Result<Outcome<Results>> {
     let allowed = affinity::allowed_cpus();
-    let mut results = Results::default();
-    let mut runs = Vec::new();
-    let mut notes = Vec::new();
+    let mut out = Outcome::new(Results::default());
     for &placement in &cfg.placements {
         let cpus = placement.cpus(&allowed);
         if cpus.is_none() {
-            notes.push(format!(
+            out.notes.push(format!(
                 "{placement}: only CPUs {allowed:?} are available; ran unpinned"
             ));
         }
@@ -174,24 +172,20 @@ pub fn run(cfg: &Config, handle: &Handle) -> io::Result<Outcome<Results>> {
             );
             let (row, snap) = run_one(variant, placement, cpus, cfg.rounds, handle)?;
             if !row.pinned && cpus.is_some() {
-                notes.push(format!(
+                out.notes.push(format!(
                     "{placement}/{variant}: pinning failed; ran unpinned"
                 ));
             }
-            runs.push(VariantRun {
-                variant: format!("{}-{}", variant.name(), placement.name()),
-                title: format!("{variant} wakeups, {placement}"),
-                snapshot: snap,
-                filter: Some("sock".to_string()),
-            });
-            results.rows.push(row);
+            out.keep_run(
+                format!("{}-{}", variant.name(), placement.name()),
+                format!("{variant} wakeups, {placement}"),
+                snap,
+                "sock",
+            );
+            out.results.rows.push(row);
         }
     }
-    Ok(Outcome {
-        results,
-        runs,
-        notes,
-    })
+    Ok(out)
 }
 
 /// A datagram: just its sequence number.

@@ -26,7 +26,7 @@ use lockmeter::{Handle, Semaphore, SpinLock, WaitQueue};
 use lockmeter_model::{Snapshot, Stats};
 use serde::{Deserialize, Serialize};
 
-use crate::report::{fixed, Outcome, TextTable, VariantRun};
+use crate::report::{fixed, Outcome, TextTable};
 use crate::{affinity, meter};
 
 /// The semaphore guard (rows `pipe.sem`, `pipe.sem.lock`, `pipe.sem.wait`).
@@ -142,9 +142,10 @@ pub fn run(cfg: &Config, handle: &Handle) -> io::Result<Outcome<Results>> {
     } else {
         None
     };
-    let mut notes = Vec::new();
+    let mut out = Outcome::new(Results::default());
     if cfg.pin && cpus.is_none() {
-        notes.push("fewer than two CPUs available: writer and reader ran unpinned".to_string());
+        out.notes
+            .push("fewer than two CPUs available: writer and reader ran unpinned".to_string());
     }
     let mut done: Vec<(Variant, Vec<(Row, Snapshot)>)> =
         cfg.variants.iter().map(|&v| (v, Vec::new())).collect();
@@ -159,8 +160,6 @@ pub fn run(cfg: &Config, handle: &Handle) -> io::Result<Outcome<Results>> {
             runs.push(run_one(*variant, cfg.messages, cpus, handle)?);
         }
     }
-    let mut results = Results::default();
-    let mut runs = Vec::new();
     for (variant, mut reps) in done {
         let times: Vec<f64> = reps.iter().map(|(r, _)| r.seconds).collect();
         reps.sort_by(|a, b| a.0.seconds.total_cmp(&b.0.seconds));
@@ -169,22 +168,19 @@ pub fn run(cfg: &Config, handle: &Handle) -> io::Result<Outcome<Results>> {
             continue;
         };
         if cpus.is_some() && !row.pinned {
-            notes.push(format!("{variant}: pinning failed; ran unpinned"));
+            out.notes
+                .push(format!("{variant}: pinning failed; ran unpinned"));
         }
         row.runs_seconds = times;
-        runs.push(VariantRun {
-            variant: variant.name().to_string(),
-            title: format!("pipe guarded by a {variant} (median run)"),
-            snapshot: snap,
-            filter: Some("pipe".to_string()),
-        });
-        results.rows.push(row);
+        out.keep_run(
+            variant.name(),
+            format!("pipe guarded by a {variant} (median run)"),
+            snap,
+            "pipe",
+        );
+        out.results.rows.push(row);
     }
-    Ok(Outcome {
-        results,
-        runs,
-        notes,
-    })
+    Ok(out)
 }
 
 /// The ring buffer.

@@ -33,6 +33,34 @@ pub struct Outcome<R> {
     pub notes: Vec<String>,
 }
 
+impl<R> Outcome<R> {
+    /// An outcome with `results` so far and no runs or notes yet.
+    pub fn new(results: R) -> Outcome<R> {
+        Outcome {
+            results,
+            runs: Vec::new(),
+            notes: Vec::new(),
+        }
+    }
+
+    /// Keeps the snapshot of one run, printed under `title` with the locks
+    /// that match `filter`, and dumped as `variant`.
+    pub fn keep_run(
+        &mut self,
+        variant: impl Into<String>,
+        title: String,
+        snapshot: Snapshot,
+        filter: &str,
+    ) {
+        self.runs.push(VariantRun {
+            variant: variant.into(),
+            title,
+            snapshot,
+            filter: Some(filter.to_string()),
+        });
+    }
+}
+
 /// The `--json` document: which example, how it was run, its results.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Report<R> {

@@ -7,7 +7,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::lock;
+use common::{lock, measured};
 use seed_harness::bkl::server::ServerConfig;
 use seed_harness::bkl::{self, client, Variant, BKL};
 use seed_harness::meter::observe;
@@ -25,8 +25,7 @@ fn cfg() -> bkl::Config {
 }
 
 fn run(variant: Variant) -> (bkl::Row, lockmeter_model::Snapshot) {
-    let (_, out) = observe(|h| bkl::run_one(variant, WORKERS, &cfg(), h));
-    out.expect("server run")
+    measured("server run", |h| bkl::run_one(variant, WORKERS, &cfg(), h))
 }
 
 #[test]

@@ -4,9 +4,8 @@
 
 mod common;
 
-use common::{acquisitions_at, lock};
+use common::{acquisitions_at, lock, measured};
 use seed_harness::epoll::{self, Variant, QUEUE, QUEUE_LOCK, READY_LOCK};
-use seed_harness::meter::observe;
 
 fn cfg() -> epoll::Config {
     epoll::Config {
@@ -21,8 +20,7 @@ fn cfg() -> epoll::Config {
 }
 
 fn run(variant: Variant) -> lockmeter_model::Snapshot {
-    let (_, out) = observe(|h| epoll::run_one(variant, &cfg(), h));
-    out.expect("epoll run").1
+    measured("epoll run", |h| epoll::run_one(variant, &cfg(), h)).1
 }
 
 #[test]

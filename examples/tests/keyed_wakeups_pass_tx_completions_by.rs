@@ -4,16 +4,16 @@
 
 mod common;
 
-use common::lock;
+use common::{lock, measured};
 use seed_harness::affinity;
 use seed_harness::keyed::{self, Placement, Variant, QUEUE};
-use seed_harness::meter::observe;
 
 const ROUNDS: u64 = 100;
 
 fn run(variant: Variant, cpus: Option<(usize, usize)>) -> (keyed::Row, lockmeter_model::Snapshot) {
-    let (_, out) = observe(|h| keyed::run_one(variant, Placement::SameCpu, cpus, ROUNDS, h));
-    out.expect("ping-pong run")
+    measured("ping-pong run", |h| {
+        keyed::run_one(variant, Placement::SameCpu, cpus, ROUNDS, h)
+    })
 }
 
 #[test]

@@ -5,16 +5,14 @@
 
 mod common;
 
-use common::lock;
+use common::{lock, measured};
 use lockmeter_model::LockKind;
-use seed_harness::meter::observe;
 use seed_harness::pipe::{self, Variant, SEM, SPIN, WAIT};
 
 const MESSAGES: u64 = 20_000;
 
 fn run(variant: Variant) -> (pipe::Row, lockmeter_model::Snapshot) {
-    let (_, out) = observe(|h| pipe::run_one(variant, MESSAGES, None, h));
-    out.expect("pipe run")
+    measured("pipe run", |h| pipe::run_one(variant, MESSAGES, None, h))
 }
 
 #[test]

@@ -4,16 +4,16 @@
 
 mod common;
 
-use common::lock;
+use common::{lock, measured};
 use seed_harness::herd::{self, Variant, QUEUE};
-use seed_harness::meter::observe;
 
 const SLEEPERS: usize = 8;
 const CONNECTIONS: u64 = 60;
 
 fn run(variant: Variant) -> (herd::Row, lockmeter_model::Snapshot) {
-    let (_, out) = observe(|h| herd::run_one(variant, SLEEPERS, CONNECTIONS, h));
-    out.expect("herd run")
+    measured("herd run", |h| {
+        herd::run_one(variant, SLEEPERS, CONNECTIONS, h)
+    })
 }
 
 #[test]
@@ -32,20 +32,22 @@ fn wake_all_wakes_every_sleeper_and_all_but_one_sleep_again() {
     );
 }
 
-#[test]
-fn exclusive_fifo_wakes_exactly_one_and_none_in_vain() {
-    let (row, snap) = run(Variant::WakeOneFifo);
+/// An exclusive wait: one sleeper woken per connection, none in vain.
+fn wakes_exactly_one_and_none_in_vain(variant: Variant) {
+    let (row, snap) = run(variant);
     assert_eq!(row.wakeups, CONNECTIONS);
     assert_eq!(row.spurious_wakeups, 0);
     assert_eq!(lock(&snap, QUEUE).total.exclusive_wakeups, CONNECTIONS);
 }
 
 #[test]
+fn exclusive_fifo_wakes_exactly_one_and_none_in_vain() {
+    wakes_exactly_one_and_none_in_vain(Variant::WakeOneFifo);
+}
+
+#[test]
 fn exclusive_lifo_wakes_exactly_one_and_none_in_vain() {
-    let (row, snap) = run(Variant::WakeOneLifo);
-    assert_eq!(row.wakeups, CONNECTIONS);
-    assert_eq!(row.spurious_wakeups, 0);
-    assert_eq!(lock(&snap, QUEUE).total.exclusive_wakeups, CONNECTIONS);
+    wakes_exactly_one_and_none_in_vain(Variant::WakeOneLifo);
 }
 
 #[test]

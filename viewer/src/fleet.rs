@@ -1,20 +1,20 @@
 //! One table over many processes: `lockmeter top --all`, `lockmeter table
 //! --all`, or several TARGETs.
 //!
-//! Each process's snapshot has its call sites labelled with the process
-//! (`src/db.rs:40:9 @ pid 4242`), then [`Snapshot::merge`] sums them by
-//! lock class: a lock's row is the exact sum over every process, and its
-//! expanded rows are one per call site and process, so the process reads
-//! as a column of the expanded rows. A process that exits or never answers
+//! Each process's call-site rows are marked with its pid
+//! ([`Snapshot::with_pids`]), then [`Snapshot::merge`] sums them by lock
+//! class: a lock's row is the exact sum over every process, and its
+//! expanded rows are one per call site and process, with the process in a
+//! PID column of its own (text, CSV, JSON and the live view). A process that exits or never answers
 //! is marked in the title (the merged snapshot's process name) and on
 //! stderr, never fatal; the live view keeps its last numbers in the sums,
 //! so totals never go back when one process goes away.
 
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use lockmeter_model::Snapshot;
-use lockmeter_wire::discovery::list_endpoints_removing_stale;
+use lockmeter_wire::discovery::{list_endpoints_removing_stale, scan_endpoints};
 use lockmeter_wire::{fetch_snapshot, EndpointAddr};
 
 use crate::conn::{ConnEvent, Live, REQUEST_TIMEOUT};
@@ -100,14 +100,11 @@ pub fn merge(members: &[Member]) -> Option<Snapshot> {
     Some(merged)
 }
 
-/// `snap` with every call site and held instance suffixed by ` @ label`.
+/// `snap` with every call-site row marked with its process (the process
+/// column) and every held instance of the "now" pane suffixed by
+/// ` @ label`.
 fn labelled(snap: &Snapshot, label: &str) -> Snapshot {
-    let mut s = snap.clone();
-    for lock in &mut s.locks {
-        for site in &mut lock.sites {
-            site.site = format!("{} @ {label}", site.site);
-        }
-    }
+    let mut s = snap.clone().with_pids();
     for lock in &mut s.now.locks {
         lock.instance = format!("{} @ {label}", lock.instance);
     }
@@ -176,6 +173,9 @@ pub fn fetch_all(targets: &[EndpointAddr]) -> Vec<Member> {
         .collect()
 }
 
+/// How often `top --all` looks for processes that started after it.
+pub const RESCAN: Duration = Duration::from_secs(2);
+
 /// The live view's source: one subscription per process, merged into one
 /// frame whenever any of them sends an update.
 pub struct FleetFeed {
@@ -183,31 +183,95 @@ pub struct FleetFeed {
     members: Vec<Member>,
     prev: Option<Snapshot>,
     announced: bool,
+    interval: Duration,
+    /// With `--all`: how to look for endpoints, and when to look again.
+    discovery: Option<Discovery>,
+}
+
+/// Where `top --all` looks for processes that started after it.
+struct Discovery {
+    scan: Box<dyn Fn() -> Vec<EndpointAddr>>,
+    next: Instant,
 }
 
 impl FleetFeed {
     /// Subscribes to every target.
     pub fn spawn(targets: Vec<EndpointAddr>, interval: Duration) -> FleetFeed {
-        let members = targets.iter().map(Member::new).collect();
-        let lives = targets
-            .into_iter()
-            .map(|t| Live::spawn(t, interval))
-            .collect();
-        FleetFeed {
-            lives,
-            members,
+        let mut feed = FleetFeed {
+            lives: Vec::new(),
+            members: Vec::new(),
             prev: None,
             announced: false,
+            interval,
+            discovery: None,
+        };
+        for t in targets {
+            feed.join(t);
         }
+        feed
+    }
+
+    /// Subscribes to `targets`, and every [`RESCAN`] to every attachable
+    /// process that was not among them (`top --all`): one that starts
+    /// after the view opened joins it.
+    pub fn spawn_discovering(targets: Vec<EndpointAddr>, interval: Duration) -> FleetFeed {
+        let scan = || scan_endpoints().live.iter().map(|e| e.addr()).collect();
+        FleetFeed::spawn_discovering_with(targets, interval, scan)
+    }
+
+    /// [`FleetFeed::spawn_discovering`] with the endpoints found by `scan`
+    /// (a test's own directory, say).
+    pub fn spawn_discovering_with(
+        targets: Vec<EndpointAddr>,
+        interval: Duration,
+        scan: impl Fn() -> Vec<EndpointAddr> + 'static,
+    ) -> FleetFeed {
+        let mut feed = FleetFeed::spawn(targets, interval);
+        feed.discovery = Some(Discovery {
+            scan: Box::new(scan),
+            next: Instant::now() + RESCAN,
+        });
+        feed
+    }
+
+    fn join(&mut self, target: EndpointAddr) {
+        self.members.push(Member::new(&target));
+        self.lives.push(Live::spawn(target, self.interval));
+    }
+
+    /// Subscribes to the endpoints discovery lists that are not members
+    /// yet (it only reads the directory; stale sockets stay for `list`).
+    /// Whether any joined.
+    fn discover(&mut self) -> bool {
+        let Some(d) = &self.discovery else {
+            return false;
+        };
+        let found = (d.scan)();
+        let before = self.members.len();
+        for addr in found {
+            let target = addr.as_target();
+            if !self.members.iter().any(|m| m.target == target) {
+                self.join(addr);
+            }
+        }
+        self.members.len() > before
     }
 
     pub fn members(&self) -> &[Member] {
         &self.members
     }
 
-    /// What happened since the last poll: at most one merged frame.
-    pub fn poll(&mut self) -> Vec<Feed> {
+    /// What happened since the last poll (at `now`): at most one merged
+    /// frame.
+    pub fn poll(&mut self, now: Instant) -> Vec<Feed> {
         let mut changed = false;
+        if self.discovery.as_ref().is_some_and(|d| now >= d.next) {
+            // A new member changes the title at once, before its data.
+            changed |= self.discover();
+            if let Some(d) = &mut self.discovery {
+                d.next = now + RESCAN;
+            }
+        }
         for (live, m) in self.lives.iter().zip(&mut self.members) {
             while let Some(ev) = live.try_recv() {
                 match ev {
@@ -290,21 +354,9 @@ mod tests {
             acquisitions,
             ..Stats::default()
         };
-        s.locks.push(LockStats {
-            id: "l".into(),
-            display_name: None,
-            kind: LockKind::Mutex,
-            created_at: "a.rs:1:1".into(),
-            instances: 1,
-            parent: None,
-            total: stats.clone(),
-            sites: vec![SiteStats {
-                site: "a.rs:2:5".into(),
-                mode: None,
-                stats,
-            }],
-            holders: Vec::new(),
-        });
+        let site = SiteStats::at("a.rs:2:5", stats.clone());
+        s.locks
+            .push(LockStats::new("l", LockKind::Mutex, stats, vec![site]));
         s
     }
 
@@ -328,12 +380,15 @@ mod tests {
         let m = merge(&members).unwrap();
         let lock = m.lock("l").unwrap();
         assert_eq!(lock.total.acquisitions, 42);
-        let sites: Vec<(&str, u64)> = lock
+        let sites: Vec<(&str, Option<u32>, u64)> = lock
             .sites
             .iter()
-            .map(|s| (s.site.as_str(), s.stats.acquisitions))
+            .map(|s| (s.site.as_str(), s.pid, s.stats.acquisitions))
             .collect();
-        assert_eq!(sites, [("a.rs:2:5 @ pid 1", 10), ("a.rs:2:5 @ pid 2", 32)]);
+        assert_eq!(
+            sites,
+            [("a.rs:2:5", Some(1), 10), ("a.rs:2:5", Some(2), 32)]
+        );
         assert_eq!(m.process.name, "3 processes (app); gone: pid 3");
         assert_eq!(m.process.pid, 0);
         assert!(merge(&members[2..]).is_none());

@@ -5,8 +5,9 @@
 //! loop; everything it drives lives here so it can be tested without a
 //! terminal:
 //!
-//! - [`state`]: the app model (what is shown, sorting, filtering, selection,
-//!   rates vs totals, history for sparklines) and how keys change it.
+//! - [`state`]: the app model: the data from the source, the view state
+//!   (sorting, filtering, selection, the one pause flag and overlay),
+//!   rates vs totals, history for sparklines, and how keys change them.
 //! - [`view`]: one file per screen, drawn from the state.
 //! - [`input`]: which key does what, as pure predicates.
 //! - [`source`]: the demo, a live endpoint, a recording or a dump.

@@ -157,6 +157,17 @@ struct LiveArgs {
     totals: bool,
 }
 
+/// What every live view takes: its update options, sorting, advisories.
+#[derive(Debug, Args)]
+struct ViewOpts {
+    #[command(flatten)]
+    live: LiveArgs,
+    #[command(flatten)]
+    sort: SortArgs,
+    #[command(flatten)]
+    advice: AdviceArgs,
+}
+
 #[derive(Debug, Args)]
 struct DemoArgs {
     /// Print the table after --duration instead of opening the live view
@@ -169,11 +180,7 @@ struct DemoArgs {
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
     #[command(flatten)]
-    live: LiveArgs,
-    #[command(flatten)]
-    sort: SortArgs,
-    #[command(flatten)]
-    advice: AdviceArgs,
+    view: ViewOpts,
 }
 
 #[derive(Debug, Args)]
@@ -185,11 +192,7 @@ struct TopArgs {
     #[arg(long, conflicts_with = "targets")]
     all: bool,
     #[command(flatten)]
-    live: LiveArgs,
-    #[command(flatten)]
-    sort: SortArgs,
-    #[command(flatten)]
-    advice: AdviceArgs,
+    view: ViewOpts,
 }
 
 #[derive(Debug, Args)]
@@ -197,11 +200,7 @@ struct ViewArgs {
     /// A dump (.json) or a recording (.jsonl)
     file: PathBuf,
     #[command(flatten)]
-    live: LiveArgs,
-    #[command(flatten)]
-    sort: SortArgs,
-    #[command(flatten)]
-    advice: AdviceArgs,
+    view: ViewOpts,
 }
 
 #[derive(Debug, Args)]
@@ -379,9 +378,9 @@ fn run(command: Command) -> Result<(), String> {
             ))
         }
         Command::View(a) => {
-            let (opts, thresholds) = options(&a.sort, &a.advice)?;
+            let (opts, thresholds) = options(&a.view.sort, &a.view.advice)?;
             let shown = a.file.display().to_string();
-            let interval = Duration::from_millis(a.live.interval);
+            let interval = Duration::from_millis(a.view.live.interval);
             let mut app = match load_file(&a.file)? {
                 Loaded::Dump(snap) => App::for_dump(&shown, snap, opts),
                 Loaded::Recording {
@@ -398,11 +397,11 @@ fn run(command: Command) -> Result<(), String> {
             };
             needs_terminal()?;
             app.set_thresholds(thresholds);
-            run_tui(app, Source::Static, &a.live)
+            run_tui(app, Source::Static, &a.view.live)
         }
         Command::Top(a) => {
-            let (opts, thresholds) = options(&a.sort, &a.advice)?;
-            let interval = Duration::from_millis(a.live.interval);
+            let (opts, thresholds) = options(&a.view.sort, &a.view.advice)?;
+            let interval = Duration::from_millis(a.view.live.interval);
             // What to attach to: the target, the only endpoint, or a choice.
             if a.all || a.targets.len() > 1 {
                 return top_fleet(&a, opts, thresholds);
@@ -435,15 +434,15 @@ fn run(command: Command) -> Result<(), String> {
                 ),
                 Err(entries) => (App::for_picker(entries, opts, interval), Source::Static),
             };
-            if a.live.totals {
-                app.mode = Mode::Totals;
+            if a.view.live.totals {
+                app.view.mode = Mode::Totals;
             }
             app.set_thresholds(thresholds);
-            run_tui(app, source, &a.live)
+            run_tui(app, source, &a.view.live)
         }
         Command::Demo(a) => {
-            let (opts, thresholds) = options(&a.sort, &a.advice)?;
-            let interval = Duration::from_millis(a.live.interval);
+            let (opts, thresholds) = options(&a.view.sort, &a.view.advice)?;
+            let interval = Duration::from_millis(a.view.live.interval);
             if a.no_tui {
                 if !(a.duration.is_finite() && a.duration > 0.0 && a.duration <= 3600.0) {
                     return Err(format!(
@@ -459,12 +458,16 @@ fn run(command: Command) -> Result<(), String> {
             }
             needs_terminal()?;
             let mut app = App::new(Origin::Demo, opts, interval);
-            if a.live.totals {
-                app.mode = Mode::Totals;
+            if a.view.live.totals {
+                app.view.mode = Mode::Totals;
             }
             app.set_thresholds(thresholds);
             let demo = Demo::start()?;
-            run_tui(app, Source::Demo(DemoFeed::new(demo, interval)), &a.live)
+            run_tui(
+                app,
+                Source::Demo(DemoFeed::new(demo, interval)),
+                &a.view.live,
+            )
         }
     }
 }
@@ -487,19 +490,23 @@ fn top_fleet(a: &TopArgs, opts: TableOptions, thresholds: Thresholds) -> Result<
             .collect::<Result<Vec<_>, _>>()?
     };
     needs_terminal()?;
-    let interval = Duration::from_millis(a.live.interval);
+    let interval = Duration::from_millis(a.view.live.interval);
     let what = if a.all {
         "all processes".to_string()
     } else {
         format!("{} targets", targets.len())
     };
     let mut app = App::new(Origin::Endpoint(what), opts, interval);
-    if a.live.totals {
-        app.mode = Mode::Totals;
+    if a.view.live.totals {
+        app.view.mode = Mode::Totals;
     }
     app.set_thresholds(thresholds);
-    let fleet = lockmeter_viewer::fleet::FleetFeed::spawn(targets, interval);
-    run_tui(app, Source::Fleet(fleet), &a.live)
+    let fleet = if a.all {
+        lockmeter_viewer::fleet::FleetFeed::spawn_discovering(targets, interval)
+    } else {
+        lockmeter_viewer::fleet::FleetFeed::spawn(targets, interval)
+    };
+    run_tui(app, Source::Fleet(fleet), &a.view.live)
 }
 
 fn warn(warnings: &[String]) {
@@ -606,7 +613,7 @@ fn exit_on_hangup() -> Result<(), String> {
 }
 
 fn write_dump(app: &mut App, dir: &Path) {
-    let what = match app.mode {
+    let what = match app.view.mode {
         Mode::Rates => "interval",
         Mode::Totals => "totals",
     };

@@ -118,7 +118,7 @@ impl Source {
                 out
             }
             Source::Demo(feed) => feed.poll(now).into_iter().collect(),
-            Source::Fleet(fleet) => fleet.poll(),
+            Source::Fleet(fleet) => fleet.poll(now),
         }
     }
 

@@ -8,63 +8,12 @@
 mod common;
 
 use std::fs;
-use std::io::{BufRead, BufReader};
-use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{scratch, stderr, stdout};
+use common::{example_exe, lockmeter_in, private_runtime, start_listening, stderr, stdout};
 
 const PATIENCE: Duration = Duration::from_secs(30);
-
-/// Builds the example with the profile of this test.
-fn demo_exe() -> PathBuf {
-    let test_exe = std::env::current_exe().unwrap();
-    let profile_dir = test_exe
-        .parent()
-        .and_then(Path::parent)
-        .unwrap()
-        .to_path_buf();
-    let mut cargo = Command::new(env!("CARGO"));
-    cargo.args([
-        "build",
-        "--quiet",
-        "-p",
-        "lockmeter",
-        "--example",
-        "deadlock_demo",
-    ]);
-    if profile_dir.ends_with("release") {
-        cargo.arg("--release");
-    }
-    if let Some(target_dir) = profile_dir.parent() {
-        cargo.env("CARGO_TARGET_DIR", target_dir);
-    }
-    assert!(
-        cargo.status().expect("run cargo").success(),
-        "building deadlock_demo failed"
-    );
-    profile_dir.join("examples").join("deadlock_demo")
-}
-
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn lockmeter_in(runtime: &Path, args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_lockmeter"))
-        .args(args)
-        .env("XDG_RUNTIME_DIR", runtime)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("run lockmeter")
-}
 
 fn until(mut f: impl FnMut() -> bool) -> bool {
     let t0 = Instant::now();
@@ -79,34 +28,15 @@ fn until(mut f: impl FnMut() -> bool) -> bool {
 
 #[test]
 fn a_deadlocked_process_answers_now_and_table_and_dumps_on_sigusr1() {
-    let dir = scratch("deadlocked");
-    let runtime = dir.join("run");
-    fs::create_dir(&runtime).unwrap();
-    fs::set_permissions(&runtime, fs::Permissions::from_mode(0o700)).unwrap();
-    let dump = dir.join("hung.json");
-    let mut cmd = Command::new(demo_exe());
-    for (k, _) in std::env::vars_os() {
-        if k.to_string_lossy().starts_with("LOCKMETER_") {
-            cmd.env_remove(k);
-        }
-    }
-    let child = cmd
-        .env("XDG_RUNTIME_DIR", &runtime)
-        .env("LOCKMETER_LISTEN", "1")
-        .env("LOCKMETER_DUMP", &dump)
-        .env("LOCKMETER_DEADLOCK", "200ms")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start deadlock_demo");
-    let mut child = Killed(child);
-    let pid = child.0.id().to_string();
-    let mut line = String::new();
-    BufReader::new(child.0.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert_eq!(line.trim(), "deadlocked");
+    let runtime = private_runtime("deadlocked");
+    let dump = runtime.join("hung.json");
+    let env = [
+        ("LOCKMETER_DUMP", dump.as_os_str()),
+        ("LOCKMETER_DEADLOCK", "200ms".as_ref()),
+    ];
+    let (child, line) = start_listening(&example_exe("deadlock_demo"), &[], &runtime, &env);
+    let pid = child.pid().to_string();
+    assert_eq!(line, "deadlocked");
 
     // `now` over the endpoint: the deadlock, found by the watchdog.
     let mut text = String::new();

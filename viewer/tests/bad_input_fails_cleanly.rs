@@ -11,12 +11,24 @@ use std::thread;
 
 use common::{assert_clean_failure, fixture, lockmeter, scratch, stderr, stdout};
 
+/// `lockmeter table FILE` and `lockmeter view FILE` both fail cleanly,
+/// saying `expect`; their outputs.
+fn table_and_view_refuse(file: &str, expect: &str) -> Vec<std::process::Output> {
+    ["table", "view"]
+        .map(|cmd| {
+            let out = lockmeter(&[cmd, file]);
+            assert_clean_failure(&out, expect);
+            out
+        })
+        .into()
+}
+
 #[test]
 fn missing_file() {
-    for cmd in ["table", "view"] {
-        let out = lockmeter(&[cmd, "/nonexistent/lockmeter/dump.json"]);
-        assert_clean_failure(&out, "cannot read /nonexistent/lockmeter/dump.json");
-    }
+    table_and_view_refuse(
+        "/nonexistent/lockmeter/dump.json",
+        "cannot read /nonexistent/lockmeter/dump.json",
+    );
     let out = lockmeter(&["diff", "/nonexistent/a.json", &fixture("mixed.json")]);
     assert_clean_failure(&out, "cannot read /nonexistent/a.json");
     let out = lockmeter(&["diff", &fixture("mixed.json"), "/nonexistent/b.json"]);
@@ -25,10 +37,7 @@ fn missing_file() {
 
 #[test]
 fn corrupt_json() {
-    for cmd in ["table", "view"] {
-        let out = lockmeter(&[cmd, &fixture("corrupt.json")]);
-        assert_clean_failure(&out, "not a lockmeter snapshot");
-    }
+    table_and_view_refuse(&fixture("corrupt.json"), "not a lockmeter snapshot");
     let out = lockmeter(&["diff", &fixture("corrupt.json"), &fixture("mixed.json")]);
     assert_clean_failure(&out, "corrupt.json");
 }
@@ -41,19 +50,14 @@ fn not_json_at_all() {
 
 #[test]
 fn future_version() {
-    for cmd in ["table", "view"] {
-        let out = lockmeter(&[cmd, &fixture("future.json")]);
-        assert_clean_failure(&out, "version 99");
+    for out in table_and_view_refuse(&fixture("future.json"), "version 99") {
         assert!(stderr(&out).contains("upgrade"), "{}", stderr(&out));
     }
 }
 
 #[test]
 fn wrong_format() {
-    for cmd in ["table", "view"] {
-        let out = lockmeter(&[cmd, &fixture("wrong_format.json")]);
-        assert_clean_failure(&out, "perf-lock");
-    }
+    table_and_view_refuse(&fixture("wrong_format.json"), "perf-lock");
 }
 
 #[test]
@@ -66,7 +70,6 @@ fn a_recording_with_a_bad_line_in_the_middle() {
     std::fs::write(&path, lines.join("\n") + "\n").unwrap();
     let out = lockmeter(&["table", &path.display().to_string()]);
     assert_clean_failure(&out, "line 3");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -76,7 +79,6 @@ fn an_empty_recording() {
     std::fs::write(&path, "").unwrap();
     let out = lockmeter(&["table", &path.display().to_string()]);
     assert_clean_failure(&out, "no complete snapshot");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -112,7 +114,8 @@ fn a_file_that_is_not_a_socket_is_read_as_a_file() {
     assert!(out.status.success(), "{}", stderr(&out));
 }
 
-/// A Unix socket in a scratch dir served by `serve`, one connection.
+/// A Unix socket in a scratch dir served by `serve`, one connection; the
+/// server thread owns the directory.
 fn fake_endpoint(
     name: &str,
     serve: impl FnOnce(std::os::unix::net::UnixStream) + Send + 'static,
@@ -124,6 +127,8 @@ fn fake_endpoint(
         if let Ok((stream, _)) = listener.accept() {
             serve(stream);
         }
+        // The directory goes once the one connection was served.
+        drop(dir);
     });
     (path, t)
 }

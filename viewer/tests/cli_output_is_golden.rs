@@ -55,6 +55,17 @@ fn golden(name: &str, actual: &str) {
     }
 }
 
+/// `lockmeter diff` of the bkl fixtures in `format`.
+fn bkl_diff(format: &str) -> String {
+    run_ok(&[
+        "diff",
+        &fixture("bkl_before.json"),
+        &fixture("bkl_after.json"),
+        "--format",
+        format,
+    ])
+}
+
 fn run_ok(args: &[&str]) -> String {
     let out = lockmeter(args);
     assert!(out.status.success(), "{args:?} failed: {}", stderr(&out));
@@ -125,35 +136,13 @@ fn diff_text_semaphore_to_spinlock() {
 
 #[test]
 fn diff_text_big_lock_before_and_after() {
-    golden(
-        "diff_bkl.txt",
-        &run_ok(&[
-            "diff",
-            &fixture("bkl_before.json"),
-            &fixture("bkl_after.json"),
-        ]),
-    );
+    golden("diff_bkl.txt", &bkl_diff("text"));
 }
 
 #[test]
 fn diff_csv_and_json() {
-    golden(
-        "diff_bkl.csv",
-        &run_ok(&[
-            "diff",
-            &fixture("bkl_before.json"),
-            &fixture("bkl_after.json"),
-            "--format",
-            "csv",
-        ]),
-    );
-    let json = run_ok(&[
-        "diff",
-        &fixture("bkl_before.json"),
-        &fixture("bkl_after.json"),
-        "--format",
-        "json",
-    ]);
+    golden("diff_bkl.csv", &bkl_diff("csv"));
+    let json = bkl_diff("json");
     let v: serde_json::Value = serde_json::from_str(&json).expect("diff json parses");
     assert!(v.get("locks").is_some_and(|l| l.is_array()), "{json}");
     golden("diff_bkl.json", &json);
@@ -176,13 +165,7 @@ fn the_diffs_con_is_the_fixtures_own_value_not_a_misparse_of_it() {
         serde_json::to_string(&misread).unwrap(),
         "94.28571428571428"
     );
-    let json = run_ok(&[
-        "diff",
-        &fixture("bkl_before.json"),
-        &fixture("bkl_after.json"),
-        "--format",
-        "json",
-    ]);
+    let json = bkl_diff("json");
     assert!(json.contains("\"before\": 94.28571428571429"), "{json}");
 }
 
@@ -223,7 +206,6 @@ fn advisory_thresholds_come_from_a_config_file() {
         "50",
     ]);
     assert!(out.contains("shrink the critical section"), "{out}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -234,16 +216,10 @@ fn an_unknown_sort_key_lists_the_valid_ones() {
     assert!(err.contains("hold_p99") && err.contains("bogus"), "{err}");
 }
 
-fn help(args: &[&str]) -> String {
-    let out = lockmeter(args);
-    assert!(out.status.success(), "{args:?}: {}", stderr(&out));
-    stdout(&out)
-}
-
 #[test]
 fn help_of_every_subcommand() {
-    insta::assert_snapshot!("help_main", help(&["--help"]));
+    insta::assert_snapshot!("help_main", run_ok(&["--help"]));
     for sub in ["demo", "top", "list", "view", "table", "diff", "now"] {
-        insta::assert_snapshot!(format!("help_{sub}"), help(&[sub, "--help"]));
+        insta::assert_snapshot!(format!("help_{sub}"), run_ok(&[sub, "--help"]));
     }
 }

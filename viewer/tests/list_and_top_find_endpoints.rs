@@ -3,22 +3,9 @@
 
 mod common;
 
+use common::{assert_clean_failure, lockmeter_in, scratch, stdout};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixListener;
-use std::path::Path;
-use std::process::{Command, Output};
-
-use common::{assert_clean_failure, scratch, stdout};
-
-/// Runs lockmeter with `runtime` as its runtime and temp directory.
-fn lockmeter_in(runtime: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_lockmeter"))
-        .args(args)
-        .env("XDG_RUNTIME_DIR", runtime)
-        .env("TMPDIR", runtime)
-        .output()
-        .expect("run lockmeter")
-}
 
 #[test]
 fn nothing_to_attach_to() {
@@ -32,7 +19,6 @@ fn nothing_to_attach_to() {
     );
     let out = lockmeter_in(&dir, &["top"]);
     assert_clean_failure(&out, "no attachable lockmeter process found");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -53,7 +39,6 @@ fn a_listening_process_is_listed() {
     // `top` finds it, and then needs a terminal to show it.
     let out = lockmeter_in(&dir, &["top"]);
     assert_clean_failure(&out, "needs a terminal");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -61,5 +46,4 @@ fn a_bad_target_is_refused_before_anything_else() {
     let dir = scratch("bad-target");
     let out = lockmeter_in(&dir, &["top", "tcp://nohost:1"]);
     assert_clean_failure(&out, "tcp://nohost:1");
-    let _ = std::fs::remove_dir_all(&dir);
 }

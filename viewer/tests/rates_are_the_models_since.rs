@@ -17,21 +17,8 @@ fn lock(id: &str, acquisitions: u64, holds: &[u64], hold_timed: u64) -> LockStat
         hold_timed,
         ..Stats::default()
     };
-    LockStats {
-        id: id.into(),
-        display_name: None,
-        kind: LockKind::Mutex,
-        created_at: "x.rs:1:1".into(),
-        instances: 1,
-        parent: None,
-        total: stats.clone(),
-        sites: vec![SiteStats {
-            site: "x.rs:2:2".into(),
-            mode: None,
-            stats,
-        }],
-        holders: Vec::new(),
-    }
+    let site = SiteStats::at("x.rs:2:2", stats.clone());
+    LockStats::new(id, LockKind::Mutex, stats, vec![site])
 }
 
 /// A cumulative snapshot of one growing window (start fixed at 100).

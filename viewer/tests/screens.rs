@@ -12,7 +12,7 @@ use lockmeter_model::{parse_recording, parse_snapshot, Snapshot};
 use lockmeter_viewer::state::picker::Entry;
 use lockmeter_viewer::state::playback::frames_from;
 use lockmeter_viewer::state::rows::RowId;
-use lockmeter_viewer::state::{App, Feed, Frame, Origin};
+use lockmeter_viewer::state::{App, Feed, Frame, Origin, Overlay};
 use lockmeter_viewer::view;
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
@@ -50,9 +50,9 @@ fn table_of_a_dump() {
 fn table_expanded_into_sites_holders_and_advisories() {
     let mut app = dump_app();
     render(&mut app, 140, 36);
-    app.selected = Some(RowId::Lock("pipe.sem.lock".into()));
+    app.view.selected = Some(RowId::Lock("pipe.sem.lock".into()));
     key(&mut app, KeyCode::Char('l'));
-    app.selected = Some(RowId::Lock("bkl".into()));
+    app.view.selected = Some(RowId::Lock("bkl".into()));
     key(&mut app, KeyCode::Enter);
     key(&mut app, KeyCode::Down);
     insta::assert_snapshot!("table_expanded", render(&mut app, 140, 36));
@@ -80,7 +80,7 @@ fn table_sorted_by_wait_ascending_and_filtered() {
 fn detail_pane_below_the_table() {
     let mut app = dump_app();
     render(&mut app, 140, 44);
-    app.selected = Some(RowId::Lock("bkl".into()));
+    app.view.selected = Some(RowId::Lock("bkl".into()));
     key(&mut app, KeyCode::Tab);
     insta::assert_snapshot!("detail_split", render(&mut app, 140, 44));
 }
@@ -88,7 +88,7 @@ fn detail_pane_below_the_table() {
 #[test]
 fn detail_pane_of_a_wait_queue_fills_a_short_terminal() {
     let mut app = dump_app();
-    app.selected = Some(RowId::Lock("accept.herd".into()));
+    app.view.selected = Some(RowId::Lock("accept.herd".into()));
     key(&mut app, KeyCode::Tab);
     insta::assert_snapshot!("detail_waitqueue", render(&mut app, 120, 26));
 }
@@ -189,7 +189,7 @@ fn stacks_pane_of_a_lock_taken_in_a_helper() {
     let snap = parse_snapshot(&fixture("stacks.json")).unwrap();
     let mut app = App::for_dump("stacks.json", snap, TableOptions::default());
     render(&mut app, 120, 44);
-    app.selected = Some(RowId::Lock("bkl".into()));
+    app.view.selected = Some(RowId::Lock("bkl".into()));
     key(&mut app, KeyCode::Char('w'));
     let screen = render(&mut app, 120, 44);
     assert!(
@@ -202,7 +202,7 @@ fn stacks_pane_of_a_lock_taken_in_a_helper() {
     );
     insta::assert_snapshot!("stacks_pane", screen);
     key(&mut app, KeyCode::Esc);
-    assert!(!app.stacks);
+    assert_ne!(app.view.overlay, Overlay::Stacks);
 }
 
 /// A dump of `deadlock_demo` (crates/lockmeter/examples), taken by SIGUSR1
@@ -221,4 +221,24 @@ fn a_deadlock_shows_a_banner_and_the_now_pane() {
         back.contains("DEADLOCK: transfer-ab") && back.contains("account.a"),
         "{back}"
     );
+}
+
+/// A table merged over two processes (`top --all`): expanded, each call
+/// site is one row per process, with the pid in the PID column.
+#[test]
+fn merged_table_has_a_pid_column_on_expanded_rows() {
+    let mut a = parse_snapshot(&fixture("pipe_sem.json")).unwrap();
+    let mut b = a.clone();
+    a.process.pid = 4242;
+    b.process.pid = 4250;
+    let merged = Snapshot::merge(&[a.with_pids(), b.with_pids()]).unwrap();
+    let mut app = App::for_dump("merged.json", merged, TableOptions::default());
+    render(&mut app, 130, 16);
+    app.view.selected = Some(RowId::Lock("pipe.sem".into()));
+    key(&mut app, KeyCode::Right);
+    let screen = render(&mut app, 130, 16);
+    assert!(screen.contains("PID"), "{screen}");
+    assert_eq!(screen.matches(" 4242 ").count(), 2, "{screen}");
+    assert_eq!(screen.matches(" 4250 ").count(), 2, "{screen}");
+    insta::assert_snapshot!("merged_pid_column", screen);
 }

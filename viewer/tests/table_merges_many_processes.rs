@@ -2,80 +2,44 @@
 //! processes of one program (`crates/lockmeter/examples/endpoint_demo.rs`
 //! with `LOCKMETER_LISTEN=1`, each taking `demo.counter` a known number of
 //! times): one table in every format whose lock row is the exact sum and
-//! whose call-site rows are one per process, still printed when one process
-//! has been killed or a target never answers.
+//! whose call-site rows are one per process, the process in a column of its
+//! own, still printed when one process has been killed or a target never
+//! answers.
 
 mod common;
 
-use std::io::{BufRead, BufReader};
-use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::ffi::OsStr;
+use std::path::Path;
+use std::process::Output;
 
-use common::scratch;
+use common::{
+    example_exe, lockmeter_in as lockmeter, per_process, private_runtime, start_listening,
+    KillOnDrop,
+};
 use lockmeter_model::Snapshot;
 
 const LOCK: &str = "demo.counter";
 
-/// The endpoint demo, built into this workspace's target directory.
-fn demo_exe() -> PathBuf {
-    let test_exe = std::env::current_exe().unwrap();
-    let profile_dir = test_exe
-        .parent()
-        .and_then(Path::parent)
-        .unwrap()
-        .to_path_buf();
-    let mut cargo = Command::new(env!("CARGO"));
-    cargo.args([
-        "build",
-        "--quiet",
-        "-p",
-        "lockmeter",
-        "--example",
-        "endpoint_demo",
-    ]);
-    if profile_dir.ends_with("release") {
-        cargo.arg("--release");
-    }
-    if let Some(target_dir) = profile_dir.parent() {
-        cargo.env("CARGO_TARGET_DIR", target_dir);
-    }
-    assert!(
-        cargo.status().unwrap().success(),
-        "building endpoint_demo failed"
-    );
-    profile_dir.join("examples").join("endpoint_demo")
-}
-
-/// Four demo processes listening in `runtime`, ready; their pids and counts.
+/// Demo processes listening in `runtime`, ready (counted); their counts.
 struct Fleet {
-    children: Vec<Child>,
+    children: Vec<KillOnDrop>,
     counts: Vec<u64>,
 }
 
 impl Fleet {
     fn start(runtime: &Path, counts: &[u64]) -> Fleet {
-        let exe = demo_exe();
-        let mut children = Vec::new();
-        for n in counts {
-            let mut child = Command::new(&exe)
-                .args([n.to_string(), "2".to_string()])
-                .env("LOCKMETER_LISTEN", "1")
-                .env("LOCKMETER_QUIET", "1")
-                .env("XDG_RUNTIME_DIR", runtime)
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::null())
-                .spawn()
-                .unwrap();
-            let mut line = String::new();
-            BufReader::new(child.stdout.take().unwrap())
-                .read_line(&mut line)
-                .unwrap();
-            assert_eq!(line.trim(), format!("ready {n}"));
-            children.push(child);
-        }
-        // Ready means counted; the socket is bound before the work starts.
+        let exe = example_exe("endpoint_demo");
+        let quiet = [("LOCKMETER_QUIET", OsStr::new("1"))];
+        let children = counts
+            .iter()
+            .map(|n| {
+                let n = n.to_string();
+                let (child, line) = start_listening(&exe, &[&n, "2"], runtime, &quiet);
+                // Ready means counted; the socket is bound before the work starts.
+                assert_eq!(line, format!("ready {n}"));
+                child
+            })
+            .collect();
         Fleet {
             children,
             counts: counts.to_vec(),
@@ -83,36 +47,12 @@ impl Fleet {
     }
 
     fn pid(&self, i: usize) -> u32 {
-        self.children[i].id()
+        self.children[i].pid()
     }
 
     fn kill(&mut self, i: usize) {
-        let _ = self.children[i].kill();
-        let _ = self.children[i].wait();
+        self.children[i].kill();
     }
-}
-
-impl Drop for Fleet {
-    fn drop(&mut self) {
-        for c in &mut self.children {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
-fn lockmeter(runtime: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_lockmeter"))
-        .args(args)
-        .env("XDG_RUNTIME_DIR", runtime)
-        .output()
-        .expect("run lockmeter")
-}
-
-fn private_runtime(tag: &str) -> PathBuf {
-    let dir = scratch(tag);
-    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
-    dir
 }
 
 fn json(out: &Output) -> Snapshot {
@@ -122,19 +62,6 @@ fn json(out: &Output) -> Snapshot {
         String::from_utf8_lossy(&out.stderr)
     );
     lockmeter_model::parse_snapshot(&String::from_utf8_lossy(&out.stdout)).unwrap()
-}
-
-/// (site, acquisitions) of the lock's call-site rows, sorted.
-fn per_process(snap: &Snapshot) -> Vec<(String, u64)> {
-    let mut v: Vec<(String, u64)> = snap
-        .lock(LOCK)
-        .unwrap()
-        .sites
-        .iter()
-        .map(|s| (s.site.clone(), s.stats.acquisitions))
-        .collect();
-    v.sort();
-    v
 }
 
 #[test]
@@ -148,12 +75,12 @@ fn all_four_processes_sum_exactly_in_every_format() {
     let lock = snap.lock(LOCK).unwrap();
     assert_eq!(lock.total.acquisitions, 10_000);
     assert_eq!(lock.instances, 4);
-    let rows = per_process(&snap);
+    let rows = per_process(&snap, LOCK);
     assert_eq!(rows.len(), 4, "{rows:?}");
     for (i, n) in fleet.counts.iter().enumerate() {
-        let pid = format!("@ pid {}", fleet.pid(i));
-        let row = rows.iter().find(|(s, _)| s.ends_with(&pid)).unwrap();
-        assert_eq!(row.1, *n, "{pid}");
+        let pid = fleet.pid(i);
+        let row = rows.iter().find(|(p, _)| *p == Some(pid)).unwrap();
+        assert_eq!(row.1, *n, "pid {pid}");
     }
     assert!(
         snap.process.name.starts_with("4 processes (endpoint_demo)"),
@@ -169,7 +96,25 @@ fn all_four_processes_sum_exactly_in_every_format() {
         .find(|l| l.contains("demo.counter (mutex"))
         .unwrap();
     assert!(lock_line.contains(" 10000 "), "{text}");
-    assert_eq!(text.matches("@ pid ").count(), 4, "{text}");
+    // The PID column: its title before NAME, a pid on each call-site row
+    // (the same site, four processes), blank on the lock row.
+    let head = text.lines().find(|l| l.ends_with("  NAME")).unwrap();
+    assert!(head.ends_with("  PID  NAME"), "{text}");
+    let (start, end) = (
+        head.find("RJECT").unwrap() + "RJECT  ".len(),
+        head.len() - "  NAME".len(),
+    );
+    let cell = |l: &str| l.get(start..end).unwrap_or("?").trim().to_string();
+    assert_eq!(cell(lock_line), "", "{text}");
+    let mut pids: Vec<String> = text
+        .lines()
+        .filter(|l| l.contains("endpoint_demo.rs:") && !l.contains("held by"))
+        .map(cell)
+        .collect();
+    pids.sort();
+    let mut want: Vec<String> = (0..4).map(|i| fleet.pid(i).to_string()).collect();
+    want.sort();
+    assert_eq!(pids, want, "{text}");
 
     let csv = lockmeter(&runtime, &["table", "--all", "--format", "csv"]);
     let csv = String::from_utf8_lossy(&csv.stdout);
@@ -182,13 +127,19 @@ fn all_four_processes_sum_exactly_in_every_format() {
         .split(',')
         .collect();
     assert_eq!(lock_row[col], "10000");
-    assert_eq!(csv.lines().filter(|l| l.starts_with("site,")).count(), 4);
+    let pid = header.iter().position(|h| *h == "pid").unwrap();
+    let mut pids: Vec<String> = csv
+        .lines()
+        .filter(|l| l.starts_with("site,"))
+        .map(|l| l.split(',').nth(pid).unwrap().to_string())
+        .collect();
+    pids.sort();
+    assert_eq!(pids, want, "{csv}");
 
     // Several pids as targets: the same sum over the ones given.
     let (a, b) = (fleet.pid(1).to_string(), fleet.pid(3).to_string());
     let two = json(&lockmeter(&runtime, &["table", &a, &b, "--format", "json"]));
     assert_eq!(two.lock(LOCK).unwrap().total.acquisitions, 6000);
-    let _ = std::fs::remove_dir_all(&runtime);
 }
 
 #[test]
@@ -204,7 +155,7 @@ fn a_killed_process_and_a_silent_target_are_marked_not_fatal() {
     let stderr = String::from_utf8_lossy(&out.stderr).to_string();
     let snap = json(&out);
     assert_eq!(snap.lock(LOCK).unwrap().total.acquisitions, 700);
-    assert_eq!(per_process(&snap).len(), 3);
+    assert_eq!(per_process(&snap, LOCK).len(), 3);
     assert!(snap.process.name.contains("gone:"), "{}", snap.process.name);
     assert!(
         snap.process.name.contains("tcp://127.0.0.1:1"),
@@ -229,5 +180,4 @@ fn a_killed_process_and_a_silent_target_are_marked_not_fatal() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("none of the 2 processes answered"), "{err}");
-    let _ = std::fs::remove_dir_all(&runtime);
 }

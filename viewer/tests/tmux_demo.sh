@@ -9,64 +9,16 @@
 # Exits non-zero on the first failed check and prints the screen it saw.
 set -u
 
-BIN=${1:?usage: $0 PATH/TO/lockmeter}
-case $BIN in /*) ;; *) BIN=$PWD/$BIN ;; esac
-[ -x "$BIN" ] || { echo "tmux_demo: $BIN is not an executable" >&2; exit 2; }
-command -v tmux >/dev/null || { echo "tmux_demo: tmux is not installed" >&2; exit 2; }
-
-SOCK="lockmeter-test-$$"
-T="tmux -L $SOCK"
-PANE="demo:0.0"
-PROMPT='READY$ '
-WORK=$(mktemp -d)
-CHECKS=0
+NAME=tmux_demo
+SESSION=demo
+source "$(dirname "$0")/tmux_lib.sh"
+BIN=$(executable "${1:?usage: $0 PATH/TO/lockmeter}") || exit 2
 
 cleanup() {
     $T kill-server 2>/dev/null
     rm -rf "$WORK"
 }
 trap cleanup EXIT
-
-screen() { $T capture-pane -p -t "$PANE"; }
-
-fail() {
-    echo "tmux_demo: FAILED: $*" >&2
-    echo "----- screen -----" >&2
-    screen >&2
-    echo "------------------" >&2
-    exit 1
-}
-
-ok() {
-    CHECKS=$((CHECKS + 1))
-    echo "tmux_demo: ok: $*"
-}
-
-# Waits up to $2 seconds (default 15) for the screen to match regex $1.
-wait_for() {
-    local pattern=$1 limit=${2:-15} i=0
-    while [ "$i" -lt $((limit * 10)) ]; do
-        screen | grep -Eq -- "$pattern" && return 0
-        sleep 0.1
-        i=$((i + 1))
-    done
-    return 1
-}
-
-# Waits for the screen to stop matching regex $1.
-wait_gone() {
-    local pattern=$1 limit=${2:-10} i=0
-    while [ "$i" -lt $((limit * 10)) ]; do
-        screen | grep -Eq -- "$pattern" || return 0
-        sleep 0.1
-        i=$((i + 1))
-    done
-    return 1
-}
-
-keys() { $T send-keys -t "$PANE" "$@"; }
-
-alternate_on() { $T display-message -p -t "$PANE" '#{alternate_on}'; }
 
 # The pid of the viewer running in the pane's shell.
 viewer_pid() {
@@ -112,7 +64,7 @@ check_terminal_restored() {
     ok "$how: terminal restored (prompt back, alternate screen off, icanon on)"
 }
 
-$T -f /dev/null new-session -d -s demo -x 160 -y 48 \
+$T -f /dev/null new-session -d -s "$SESSION" -x 160 -y 48 \
     "env -i PATH=/usr/bin:/bin HOME=$WORK TERM=xterm-256color PS1='$PROMPT' bash --norc --noprofile" \
     || { echo "tmux_demo: cannot start tmux" >&2; exit 2; }
 wait_for "READY" 10 || fail "the shell did not start"
@@ -175,9 +127,9 @@ wait_gone 'any key closes' 5 || fail "the help did not close"
 ok "help overlay"
 
 # 6. Too small, then back.
-$T resize-window -t demo -x 40 -y 8
+$T resize-window -t "$SESSION" -x 40 -y 8
 wait_for 'too small' 5 || fail "no too-small message at 40x8"
-$T resize-window -t demo -x 160 -y 48
+$T resize-window -t "$SESSION" -x 160 -y 48
 wait_for 'lockmeter +│ demo' 5 || fail "the layout did not come back after resizing"
 ok "too-small message and resize back"
 
@@ -195,12 +147,17 @@ keys q
 watch_exit "$PID" "q"
 check_terminal_restored "q"
 
+# Runs command $1 in the pane; sets PID to the viewer's once it shows.
+start_again() {
+    keys -l "$1"
+    keys Enter
+    wait_for 'bkl' 20 || fail "the demo did not start $2"
+    PID=$(viewer_pid)
+    [ -n "$PID" ] || fail "cannot find the viewer's pid"
+}
+
 # 9. Again, quit with Ctrl-C.
-keys -l "$BIN demo --interval 300"
-keys Enter
-wait_for 'bkl' 20 || fail "the demo did not start a second time"
-PID=$(viewer_pid)
-[ -n "$PID" ] || fail "cannot find the viewer's pid"
+start_again "$BIN demo --interval 300" "a second time"
 keys C-c
 watch_exit "$PID" "Ctrl-C"
 check_terminal_restored "Ctrl-C"
@@ -210,13 +167,9 @@ check_terminal_restored "Ctrl-C"
 # so that watch_exit sees the state in between: cooked, still on the
 # alternate screen. (Restored the other way round, that window shows the
 # shell in raw mode: the flake this check was once.)
-keys -l "LOCKMETER_TEST_RESTORE_PAUSE_MS=300 $BIN demo --interval 300"
-keys Enter
-wait_for 'bkl' 20 || fail "the demo did not start a third time"
-VIEWER_PID=$(viewer_pid)
-[ -n "$VIEWER_PID" ] || fail "cannot find the viewer's pid"
-kill -TERM "$VIEWER_PID"
-watch_exit "$VIEWER_PID" "SIGTERM"
+start_again "LOCKMETER_TEST_RESTORE_PAUSE_MS=300 $BIN demo --interval 300" "a third time"
+kill -TERM "$PID"
+watch_exit "$PID" "SIGTERM"
 check_terminal_restored "SIGTERM"
 
 echo "tmux_demo: all $CHECKS checks passed"

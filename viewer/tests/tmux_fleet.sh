@@ -3,86 +3,55 @@
 # real processes of one program (crates/lockmeter/examples/endpoint_demo.rs
 # with LOCKMETER_LISTEN=1, taking demo.counter 1000, 2000, 3000 and 4000
 # times): the merged lock row shows the exact sum, expanding it shows one
-# row per process, killing one process mid-view marks it gone in the title
-# while the view runs on with the same totals, and q gives the terminal
-# back.
+# row per process with its pid in the PID column, killing one process
+# mid-view marks it gone in the title while the view runs on with the same
+# totals, a fifth process started after the view opened joins it (the
+# view scans for new endpoints every 2 s) with its count added, and q gives
+# the terminal back.
 #
 # Usage: viewer/tests/tmux_fleet.sh PATH/TO/lockmeter PATH/TO/endpoint_demo
 # Exits non-zero on the first failed check and prints the screen it saw.
 set -u
 
-BIN=${1:?usage: $0 PATH/TO/lockmeter PATH/TO/endpoint_demo}
-DEMO=${2:?usage: $0 PATH/TO/lockmeter PATH/TO/endpoint_demo}
-case $BIN in /*) ;; *) BIN=$PWD/$BIN ;; esac
-case $DEMO in /*) ;; *) DEMO=$PWD/$DEMO ;; esac
-for x in "$BIN" "$DEMO"; do
-    [ -x "$x" ] || { echo "tmux_fleet: $x is not an executable" >&2; exit 2; }
-done
-command -v tmux >/dev/null || { echo "tmux_fleet: tmux is not installed" >&2; exit 2; }
-
-SOCK="lockmeter-fleet-$$"
-T="tmux -L $SOCK"
-PANE="fleet:0.0"
-PROMPT='READY$ '
-WORK=$(mktemp -d)
-chmod 700 "$WORK"
+NAME=tmux_fleet
+SESSION=fleet
+source "$(dirname "$0")/tmux_lib.sh"
+USAGE="usage: $0 PATH/TO/lockmeter PATH/TO/endpoint_demo"
+BIN=$(executable "${1:?$USAGE}") || exit 2
+DEMO=$(executable "${2:?$USAGE}") || exit 2
 PIDS=()
-CHECKS=0
 
 cleanup() {
     $T kill-server 2>/dev/null
-    for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
-    wait 2>/dev/null
+    # Killed and reaped one by one, quietly, before their directory goes.
+    for p in "${PIDS[@]}"; do
+        kill -9 "$p" && wait "$p"
+    done 2>/dev/null
     rm -rf "$WORK"
 }
 trap cleanup EXIT
 
-screen() { $T capture-pane -p -t "$PANE"; }
-
-fail() {
-    echo "tmux_fleet: FAILED: $*" >&2
-    echo "----- screen -----" >&2
-    screen >&2
-    echo "------------------" >&2
-    exit 1
-}
-
-ok() {
-    CHECKS=$((CHECKS + 1))
-    echo "tmux_fleet: ok: $*"
-}
-
-wait_for() {
-    local pattern=$1 limit=${2:-15} i=0
-    while [ "$i" -lt $((limit * 10)) ]; do
-        screen | grep -Eq -- "$pattern" && return 0
-        sleep 0.1
-        i=$((i + 1))
-    done
-    return 1
-}
-
-keys() { $T send-keys -t "$PANE" "$@"; }
-
-# Four processes, each kept alive by a stdin that stays open.
+# Demo processes, each kept alive by a stdin that stays open.
 mkfifo "$WORK/hold"
-for n in 1000 2000 3000 4000; do
+start_demo() {
     LOCKMETER_LISTEN=1 LOCKMETER_QUIET=1 XDG_RUNTIME_DIR=$WORK \
-        "$DEMO" "$n" 2 <"$WORK/hold" >"$WORK/out.$n" 2>&1 &
+        "$DEMO" "$1" 2 <"$WORK/hold" >"$WORK/out.$1" 2>&1 &
     PIDS+=($!)
-done
-exec 3>"$WORK/hold"
-for n in 1000 2000 3000 4000; do
-    i=0
-    until grep -q "^ready $n" "$WORK/out.$n" 2>/dev/null; do
+}
+ready_demo() {
+    local i=0
+    until grep -q "^ready $1" "$WORK/out.$1" 2>/dev/null; do
         i=$((i + 1))
-        [ "$i" -lt 600 ] || { echo "tmux_fleet: demo $n never got ready" >&2; exit 1; }
+        [ "$i" -lt 600 ] || { echo "tmux_fleet: demo $1 never got ready" >&2; exit 1; }
         sleep 0.1
     done
-done
+}
+for n in 1000 2000 3000 4000; do start_demo "$n"; done
+exec 3>"$WORK/hold"
+for n in 1000 2000 3000 4000; do ready_demo "$n"; done
 ok "4 demo processes ready (pids ${PIDS[*]})"
 
-$T -f /dev/null new-session -d -s fleet -x 170 -y 30 \
+$T -f /dev/null new-session -d -s "$SESSION" -x 170 -y 30 \
     "env -i PATH=/usr/bin:/bin HOME=$WORK TERM=xterm-256color XDG_RUNTIME_DIR=$WORK PS1='$PROMPT' bash --norc --noprofile"
 wait_for '^READY\$' 10 || fail "no shell prompt"
 keys -l "clear; $BIN top --all --totals --interval 200"
@@ -96,13 +65,14 @@ wait_for "demo\\.counter .* 10000$COUNTS" 20 || fail "the merged row is not the 
 ok "merged demo.counter row: TOTAL 10000"
 
 keys Right
-wait_for '@ pid ' 10 || fail "expanding shows no per-process rows"
+wait_for "├ .* ${PIDS[0]} " 10 || fail "expanding shows no per-process rows"
+screen | grep -Eq -- 'NAME +PID ' || fail "no PID column after NAME"
 for i in 0 1 2 3; do
     n=$(( (i + 1) * 1000 ))
-    screen | grep -Eq -- "@ pid ${PIDS[$i]} .* $n$COUNTS" \
+    screen | grep -Eq -- "├ .* ${PIDS[$i]} .* $n$COUNTS" \
         || fail "no row of pid ${PIDS[$i]} with its $n acquisitions"
 done
-ok "expanded: one row per process with its exact count"
+ok "expanded: one row per process, its pid in the PID column, its exact count"
 
 victim=${PIDS[2]}
 { kill -9 "$victim" && wait "$victim"; } 2>/dev/null
@@ -113,6 +83,15 @@ screen | grep -Eq 'lockmeter +│' || fail "the view did not survive the kill"
 screen | grep -Eq -- "demo\\.counter .* 10000$COUNTS" || fail "the totals changed after the kill"
 ok "the view runs on with the same totals"
 
+# A process that starts after the view opened joins it.
+start_demo 5000
+ready_demo 5000
+late=${PIDS[4]}
+wait_for '5 processes \(endpoint_demo\)' 20 || fail "the late process is not counted in the title"
+wait_for "├ .* $late .* 5000$COUNTS" 20 || fail "no row of the late pid $late with its 5000 acquisitions"
+wait_for "demo\\.counter .* 15000$COUNTS" 20 || fail "the late process's count is not in the sum"
+ok "late pid $late joined: its row, and the sum 15000"
+
 keys q
 i=0
 while screen | grep -Eq 'lockmeter +│'; do
@@ -120,7 +99,7 @@ while screen | grep -Eq 'lockmeter +│'; do
     [ "$i" -lt 100 ] || fail "q did not quit"
     sleep 0.1
 done
-[ "$($T display-message -p -t "$PANE" '#{alternate_on}')" = 0 ] || fail "still on the alternate screen"
+[ "$(alternate_on)" = 0 ] || fail "still on the alternate screen"
 wait_for '^READY\$' 5 || fail "no shell prompt after quitting"
 ok "q quits and gives the terminal back"
 

@@ -6,7 +6,7 @@
 
 use std::hint::black_box;
 
-use crate::measure::{ns_pair, Config};
+use crate::measure::{empty_loop, ns_pair, Config};
 use crate::report::{Goal, Row, Unit};
 
 /// Component rows: clock reads, dispatcher lookup, thread-local lookups.
@@ -80,18 +80,10 @@ fn find_layer() -> u64 {
 
 /// One component timed against the empty loop.
 fn component(cfg: &Config, key: &str, label: &str, op: impl Fn() -> u64) -> Row {
-    let pair = ns_pair(
-        cfg,
-        |n| {
-            for i in 0..n {
-                black_box(i);
-            }
-        },
-        |n| {
-            for _ in 0..n {
-                black_box(op());
-            }
-        },
-    );
+    let pair = ns_pair(cfg, empty_loop, |n| {
+        for _ in 0..n {
+            black_box(op());
+        }
+    });
     Row::new(key, label, Unit::NsPerOp, Goal::Info).with_pair(pair)
 }

@@ -9,6 +9,11 @@
 //!   so every nanosecond added inside the critical section shows.
 //! - `work`: about 65 ns of thread-local work between acquisitions (a
 //!   short, hot critical section, as in real code).
+//! - `many sites`: the `work` mix on a lock taken at one hot call site and,
+//!   one acquisition in 16, at 50 other sites in turn (see
+//!   `build.rs`): the shape of real programs, where a lock is fought
+//!   over at one place and taken in passing at many, and each thread's
+//!   site lookup has more than the one site to find.
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -44,9 +49,56 @@ fn local_work(rounds: u64, seed: u64) -> u64 {
     x
 }
 
+/// Taking a lock once at the caller's location (the instrumented locks'
+/// `lock()` records the caller of `take`); implemented by the bare and
+/// the instrumented locks alike.
+pub trait Take: Sync {
+    #[track_caller]
+    fn take(&self);
+}
+
+macro_rules! take_by_lock {
+    ($($lock:ty),*) => {$(
+        impl Take for $lock {
+            #[inline]
+            fn take(&self) {
+                *self.lock() += 1;
+            }
+        }
+    )*};
+}
+
+take_by_lock!(
+    parking_lot::Mutex<u64>,
+    lockmeter::Mutex<u64>,
+    BareSpinLock<u64>,
+    lockmeter::SpinLock<u64>
+);
+
+include!(concat!(env!("OUT_DIR"), "/cold_sites.rs"));
+
+/// One in this many acquisitions of the `many sites` mix is at a cold site.
+const COLD_EVERY: u64 = 16;
+
+/// The `many sites` mix's acquisition number `i` of thread `t`: the hot
+/// site, or every [`COLD_EVERY`]th time the next cold one (the threads
+/// half the cold sites apart).
+#[inline]
+fn hot_or_cold<L: Take>(lock: &L, t: usize, i: u64) {
+    if i % COLD_EVERY == COLD_EVERY - 1 {
+        take_cold(
+            lock,
+            (t * COLD_SITES / 2 + (i / COLD_EVERY) as usize) % COLD_SITES,
+        );
+    } else {
+        lock.take();
+    }
+}
+
 /// Million acquisitions per second of `op` run by `threads` threads for
-/// the configured window, `work` rounds of local work between them.
-fn throughput(cfg: &Config, threads: usize, work: u64, op: &(impl Fn() + Sync)) -> f64 {
+/// the configured window, `work` rounds of local work between them. `op`
+/// is given the thread's index and its acquisition count so far.
+fn throughput(cfg: &Config, threads: usize, work: u64, op: &(impl Fn(usize, u64) + Sync)) -> f64 {
     let stop = Box::new(Aligned(AtomicBool::new(false)));
     let total = Box::new(Aligned(AtomicU64::new(0)));
     let start = Barrier::new(threads + 1);
@@ -59,8 +111,8 @@ fn throughput(cfg: &Config, threads: usize, work: u64, op: &(impl Fn() + Sync)) 
                 let mut n = 0u64;
                 let mut x = t as u64;
                 while !stop.load(Ordering::Relaxed) {
-                    for _ in 0..16 {
-                        op();
+                    for k in 0..16 {
+                        op(t, n + k);
                         x = local_work(work, x);
                     }
                     n += 16;
@@ -105,8 +157,8 @@ fn pair(
     cfg: &Config,
     threads: usize,
     work: u64,
-    bare: &(impl Fn() + Sync),
-    inst: &(impl Fn() + Sync),
+    bare: &(impl Fn(usize, u64) + Sync),
+    inst: &(impl Fn(usize, u64) + Sync),
 ) -> Pair {
     interleave(
         cfg.contended_reps,
@@ -137,6 +189,33 @@ fn contention_note(handle: &lockmeter::Handle, id: &str, before: (u64, u64)) -> 
 /// The classes of the instrumented locks of these rows.
 const MUTEX: &str = "bench.contended.mutex";
 const SPINLOCK: &str = "bench.contended.spinlock";
+const MIXED_MUTEX: &str = "bench.contended.many_sites.mutex";
+const MIXED_SPINLOCK: &str = "bench.contended.many_sites.spinlock";
+
+/// Contention at the hot site (the one with most acquisitions) and at
+/// all the others, as the layer counted it for class `id`.
+fn sites_note(handle: &lockmeter::Handle, id: &str) -> String {
+    let snap = handle.cumulative();
+    let Some(lock) = snap.lock(id) else {
+        return "not recorded".to_string();
+    };
+    let hot = lock.sites.iter().max_by_key(|s| s.stats.acquisitions);
+    let (mut a, mut c, mut n) = (0, 0, 0);
+    for s in &lock.sites {
+        if hot.is_some_and(|h| std::ptr::eq(h, s)) {
+            continue;
+        }
+        a += s.stats.acquisitions;
+        c += s.stats.contended;
+        n += 1;
+    }
+    let (ha, hc) = hot.map_or((0, 0), |h| (h.stats.acquisitions, h.stats.contended));
+    format!(
+        "CON {:.1}% at the hot site ({ha} acquisitions), {:.1}% at {n} other sites ({a})",
+        lockmeter_model::percent(hc, ha),
+        lockmeter_model::percent(c, a)
+    )
+}
 
 /// One row: `measure` runs the interleaved pair; the note says how much
 /// the instrumented runs contended, as lockmeter counted it.
@@ -153,8 +232,9 @@ fn row(
     let pair = measure();
     Row::new(
         &format!(
-            "contended_observed_{}_{threads}t_{mix}",
-            name.to_lowercase()
+            "contended_observed_{}_{threads}t_{}",
+            name.to_lowercase(),
+            mix.replace(", ", "_").replace(' ', "_")
         ),
         &format!("contended observed, {name}, {threads} threads, {mix}"),
         Unit::MopsPerSec,
@@ -164,38 +244,81 @@ fn row(
     .note(contention_note(handle, class, before))
 }
 
-/// Mutex and SpinLock rows at 2 and 8 threads, hammer and work mixes.
+/// The interleaved pair of `bare` and `inst` (each on its own aligned
+/// lines) in one mix: one site, or [`hot_or_cold`].
+fn lock_pair<B: Take, I: Take>(
+    cfg: &Config,
+    threads: usize,
+    work: u64,
+    many_sites: bool,
+    bare: B,
+    inst: I,
+) -> Pair {
+    let (bare, inst) = (Box::new(Aligned(bare)), Box::new(Aligned(inst)));
+    let (bare, inst) = (&bare.0, &inst.0);
+    if many_sites {
+        pair(
+            cfg,
+            threads,
+            work,
+            &|t, i| hot_or_cold(bare, t, i),
+            &|t, i| hot_or_cold(inst, t, i),
+        )
+    } else {
+        pair(cfg, threads, work, &|_, _| bare.take(), &|_, _| inst.take())
+    }
+}
+
+/// The contended `hammer` goal: throughput ratio to the bare lock.
+const HAMMER_GOAL: Goal = Goal::RatioAtLeast(0.60);
+/// The contended `work` goal.
+const WORK_GOAL: Goal = Goal::RatioAtLeast(0.90);
+
+/// Mutex and SpinLock rows at 2 and 8 threads, hammer and work mixes, and
+/// the `many sites` mix at 2 threads.
 /// Needs the layer whose `handle` is given installed as the global default.
 pub fn rows(cfg: &Config, handle: &lockmeter::Handle) -> Vec<Row> {
     let steal_before = cpu_steal();
     let mut rows = Vec::new();
-    for (mix, work, goal) in [
-        ("hammer", 0, Goal::RatioAtLeast(0.80)),
-        ("work", WORK_ROUNDS, Goal::RatioAtLeast(0.80)),
-    ] {
+    for (mix, work, goal) in [("hammer", 0, HAMMER_GOAL), ("work", WORK_ROUNDS, WORK_GOAL)] {
         for threads in [2, 8] {
-            let bare = Box::new(Aligned(parking_lot::Mutex::new(0u64)));
-            let inst = Box::new(Aligned(lockmeter::Mutex::named(MUTEX, 0u64)));
-            let (bare, inst) = (&bare.0, &inst.0);
             let measure = || {
-                pair(cfg, threads, work, &|| *bare.lock() += 1, &|| {
-                    *inst.lock() += 1
-                })
+                let inst = lockmeter::Mutex::named(MUTEX, 0u64);
+                lock_pair(cfg, threads, work, false, parking_lot::Mutex::new(0), inst)
             };
             rows.push(row(handle, MUTEX, "Mutex", threads, mix, goal, measure));
-            let bare = Box::new(Aligned(BareSpinLock::new(0u64)));
-            let inst = Box::new(Aligned(lockmeter::SpinLock::named(SPINLOCK, 0u64)));
-            let (bare, inst) = (&bare.0, &inst.0);
             let measure = || {
-                pair(cfg, threads, work, &|| *bare.lock() += 1, &|| {
-                    *inst.lock() += 1
-                })
+                let inst = lockmeter::SpinLock::named(SPINLOCK, 0u64);
+                lock_pair(cfg, threads, work, false, BareSpinLock::new(0), inst)
             };
             rows.push(row(
                 handle, SPINLOCK, "SpinLock", threads, mix, goal, measure,
             ));
         }
     }
+    let mix = "work, many sites";
+    let measure = || {
+        let inst = lockmeter::Mutex::named(MIXED_MUTEX, 0u64);
+        lock_pair(cfg, 2, WORK_ROUNDS, true, parking_lot::Mutex::new(0), inst)
+    };
+    let r = row(handle, MIXED_MUTEX, "Mutex", 2, mix, WORK_GOAL, measure);
+    let note = format!("{}; {}", r.note, sites_note(handle, MIXED_MUTEX));
+    rows.push(r.note(note));
+    let measure = || {
+        let inst = lockmeter::SpinLock::named(MIXED_SPINLOCK, 0u64);
+        lock_pair(cfg, 2, WORK_ROUNDS, true, BareSpinLock::new(0), inst)
+    };
+    let r = row(
+        handle,
+        MIXED_SPINLOCK,
+        "SpinLock",
+        2,
+        mix,
+        WORK_GOAL,
+        measure,
+    );
+    let note = format!("{}; {}", r.note, sites_note(handle, MIXED_SPINLOCK));
+    rows.push(r.note(note));
     let steal = match (steal_before, cpu_steal()) {
         (Some((s0, t0)), Some((s1, t1))) if t1 > t0 => format!(
             "; hypervisor steal during these rows: {:.1}% of CPU time",

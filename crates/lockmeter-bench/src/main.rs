@@ -3,13 +3,20 @@
 //!
 //! ```text
 //! cargo run --release -p lockmeter-bench -- [--quick] [--json]
+//! cargo run --release -p lockmeter-bench -- --callgrind [--only mutex,spinlock]
 //! ```
 //!
 //! Unobserved rows are measured first, while no `lockmeter::Layer` exists
 //! in the process. Then a layer is installed as the global default and the
 //! observed rows, the cost breakdown, the wait-queue, memory and snapshot
-//! rows follow. The table marks each goal PASS or MISS; the exit status is
-//! 0 either way (timings are not a gate). See docs/performance.md.
+//! rows follow. Every bare-vs-instrumented figure is the median of
+//! interleaved pairwise ratios, printed with their interquartile range;
+//! the table marks each goal PASS, MISS, or NOISY when that range spans
+//! the goal. The exit status is 0 either way (timings are not a gate).
+//! See docs/performance.md.
+//!
+//! With `--callgrind` the uncontended rows are instead counted in
+//! instructions per operation under valgrind (see `callgrind.rs`).
 //!
 //! With `--prometheus` the layer also serves the Prometheus endpoint, and
 //! the observed and contended rows are measured with a scraper fetching
@@ -17,6 +24,7 @@
 
 mod bare;
 mod breakdown;
+mod callgrind;
 mod contended;
 mod dropin;
 mod measure;
@@ -47,24 +55,65 @@ struct Args {
     /// Print one JSON object keyed by row instead of the table.
     #[arg(long)]
     json: bool,
+    /// Time the single-thread rows in wall time, not in the thread's CPU
+    /// time (which leaves out time spent preempted by other processes).
+    #[arg(long)]
+    wall_clock: bool,
     /// Run only these steps (comma-separated): unobserved, components,
     /// stacks, observed, modes, contended, memory, waitqueue, snapshot; with
-    /// --prometheus: observed, contended, scrape.
+    /// --prometheus: observed, contended, scrape; with --callgrind: the
+    /// uncontended rows by name (spinlock, mutex, sync_mutex, ...).
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
     /// Serve the Prometheus endpoint and compare the observed and
     /// contended rows scraped every second against not scraped.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "callgrind")]
     prometheus: bool,
+    /// Count the uncontended rows' instructions per operation under
+    /// `valgrind --tool=callgrind` instead of timing them.
+    #[arg(long)]
+    callgrind: bool,
+    /// Operations each callgrind child counts.
+    #[arg(long, default_value_t = callgrind::DEFAULT_OPS, value_parser = clap::value_parser!(u64).range(1..))]
+    callgrind_ops: u64,
+    /// Internal: run one side of one row as a callgrind child (WHAT:SIDE).
+    #[arg(long, hide = true)]
+    callgrind_child: Option<String>,
 }
 
 fn main() {
     let args = Args::parse();
-    let cfg = Config::new(args.quick);
+    if let Some(spec) = &args.callgrind_child {
+        if let Err(e) = callgrind::child(spec, args.callgrind_ops) {
+            eprintln!("lockmeter-bench: {e}");
+            std::process::exit(2);
+        }
+        return;
+    }
+    if args.callgrind {
+        let known: Vec<&str> = uncontended::OPS.iter().map(|o| o.what).collect();
+        if let Some(bad) = args.only.iter().find(|o| !known.contains(&o.as_str())) {
+            eprintln!(
+                "lockmeter-bench: --callgrind --only: no uncontended row {bad:?}; the rows are: {}",
+                known.join(", ")
+            );
+            std::process::exit(2);
+        }
+        let rows = callgrind::rows(&args.only, args.callgrind_ops);
+        print_rows(&args, &rows);
+        return;
+    }
+    let mut cfg = Config::new(args.quick);
+    if args.wall_clock {
+        cfg.timer = measure::Timer::Wall;
+    }
     let started = Instant::now();
     let mut rows: Vec<Row> = Vec::new();
     let only = args.only.clone();
+    // Every step name offered, to say which --only names matched none.
+    let mut steps: Vec<String> = Vec::new();
     let mut step = |name: &str, f: &mut dyn FnMut() -> Vec<Row>| {
+        steps.push(name.to_string());
         if !only.is_empty() && !only.iter().any(|o| o == name) {
             return;
         }
@@ -98,10 +147,12 @@ fn main() {
     } else if let Some(addr) = prometheus {
         let scraper = prometheus::Scraper::start(addr);
         step("observed", &mut || {
-            prometheus::compare(&scraper, &mut || uncontended::rows(&cfg, Phase::Observed))
+            prometheus::compare(&cfg, &scraper, &mut || {
+                uncontended::rows(&cfg, Phase::Observed)
+            })
         });
         step("contended", &mut || {
-            prometheus::compare(&scraper, &mut || contended::rows(&cfg, &handle))
+            prometheus::compare(&cfg, &scraper, &mut || contended::rows(&cfg, &handle))
         });
         eprintln!("{} scrapes", scraper.scrapes());
         step("scrape", &mut || vec![scraper.cost_row()]);
@@ -120,10 +171,20 @@ fn main() {
         step("snapshot", &mut || snapshot::rows(&cfg));
     }
     eprintln!("[{:>5.1}s] done", started.elapsed().as_secs_f64());
+    if let Some(bad) = args.only.iter().find(|o| !steps.contains(o)) {
+        eprintln!(
+            "lockmeter-bench: --only: no step {bad:?} in this mode; the steps are: {}",
+            steps.join(", ")
+        );
+        std::process::exit(2);
+    }
+    print_rows(&args, &rows);
+}
 
+fn print_rows(args: &Args, rows: &[Row]) {
     if args.json {
-        println!("{}", report::json(&rows));
+        println!("{}", report::json(rows));
     } else {
-        print!("{}", report::table(&rows));
+        print!("{}", report::table(rows));
     }
 }

@@ -5,8 +5,11 @@
 //! whatever else ran meanwhile. Instead each pair is measured as
 //! `bare, instrumented, bare, instrumented, ...`, each repetition a short
 //! batch, and the medians are reported. The ratio is the median of the
-//! per-repetition ratios, so drift that hits both halves of a pair cancels.
+//! per-repetition ratios, so drift that hits both halves of a pair cancels,
+//! and the spread of those ratios ([`Spread`]) says whether drift that hit
+//! one half only was small enough to judge the row (see `report::Verdict`).
 
+use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 /// How long and how often to measure.
@@ -24,6 +27,41 @@ pub struct Config {
     pub wakes: usize,
     /// Whether this is the `--quick` smoke run.
     pub quick: bool,
+    /// What the single-thread batches are timed with.
+    pub timer: Timer,
+}
+
+/// What a timed batch's duration is read from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Timer {
+    /// Wall time: for rows that sleep or wait for another thread.
+    Wall,
+    /// The calling thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`): the time
+    /// the thread spent preempted by other processes does not count. For
+    /// single-thread rows that never block, on a machine shared with
+    /// other work; falls back to wall time where the clock is missing.
+    ThreadCpu,
+}
+
+impl Timer {
+    /// Nanoseconds on this timer's clock since an arbitrary origin.
+    fn now_ns(self, origin: Instant) -> u128 {
+        match self {
+            Timer::Wall => origin.elapsed().as_nanos(),
+            Timer::ThreadCpu => thread_cpu_ns().unwrap_or_else(|| origin.elapsed().as_nanos()),
+        }
+    }
+}
+
+/// The calling thread's CPU time in nanoseconds.
+fn thread_cpu_ns() -> Option<u128> {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec for the call's duration.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    (rc == 0).then(|| ts.tv_sec as u128 * 1_000_000_000 + ts.tv_nsec as u128)
 }
 
 impl Config {
@@ -31,21 +69,23 @@ impl Config {
     pub fn new(quick: bool) -> Config {
         if quick {
             Config {
-                reps: 7,
+                reps: 5,
                 batch: Duration::from_millis(8),
                 window: Duration::from_millis(40),
-                contended_reps: 7,
+                contended_reps: 5,
                 wakes: 300,
                 quick,
+                timer: Timer::ThreadCpu,
             }
         } else {
             Config {
-                reps: 21,
+                reps: 15,
                 batch: Duration::from_millis(25),
                 window: Duration::from_millis(60),
-                contended_reps: 21,
+                contended_reps: 15,
                 wakes: 2000,
                 quick,
+                timer: Timer::ThreadCpu,
             }
         }
     }
@@ -58,6 +98,65 @@ pub struct Pair {
     pub instrumented: f64,
     /// Median of the per-repetition ratios instrumented / bare.
     pub ratio: f64,
+    /// How far apart the per-repetition ratios are.
+    pub spread: Spread,
+}
+
+impl Pair {
+    /// The medians and ratio spread of runs measured pairwise:
+    /// `bare[k]` and `instrumented[k]` one after the other.
+    pub fn from_runs(bare: &[f64], instrumented: &[f64]) -> Pair {
+        let ratios: Vec<f64> = bare.iter().zip(instrumented).map(|(b, i)| i / b).collect();
+        Pair {
+            bare: median(bare),
+            instrumented: median(instrumented),
+            ratio: median(&ratios),
+            spread: Spread::of(&ratios),
+        }
+    }
+}
+
+/// The spread of a row's pairwise ratios: quartiles and extremes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Spread {
+    /// First and third quartile (linear interpolation between order
+    /// statistics; with 5 pairs, the 2nd and 4th smallest).
+    pub q1: f64,
+    pub q3: f64,
+    pub min: f64,
+    pub max: f64,
+    /// How many finite pairwise ratios there were.
+    pub pairs: usize,
+}
+
+impl Spread {
+    /// The spread of `xs` (NaNs and infinities left out).
+    pub fn of(xs: &[f64]) -> Spread {
+        let mut v: Vec<f64> = xs.iter().copied().filter(|x| x.is_finite()).collect();
+        v.sort_by(f64::total_cmp);
+        Spread {
+            q1: quantile(&v, 0.25),
+            q3: quantile(&v, 0.75),
+            min: v.first().copied().unwrap_or(f64::NAN),
+            max: v.last().copied().unwrap_or(f64::NAN),
+            pairs: v.len(),
+        }
+    }
+
+    /// The interquartile range relative to `median`.
+    pub fn relative_iqr(&self, median: f64) -> f64 {
+        (self.q3 - self.q1) / median.abs()
+    }
+}
+
+/// The `q` quantile of sorted `v`, interpolated; NaN if empty.
+fn quantile(v: &[f64], q: f64) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    let at = q * (v.len() - 1) as f64;
+    let (lo, hi) = (at.floor() as usize, at.ceil() as usize);
+    v[lo] + (v[hi] - v[lo]) * (at - lo as f64)
 }
 
 /// The median of `xs` (mean of the middle two for an even count); NaN if empty.
@@ -84,27 +183,22 @@ pub fn interleave(
 ) -> Pair {
     let mut b = Vec::with_capacity(reps);
     let mut i = Vec::with_capacity(reps);
-    let mut r = Vec::with_capacity(reps);
     for _ in 0..reps.max(1) {
-        let x = bare();
-        let y = instrumented();
-        b.push(x);
-        i.push(y);
-        r.push(y / x);
+        b.push(bare());
+        i.push(instrumented());
     }
-    Pair {
-        bare: median(&b),
-        instrumented: median(&i),
-        ratio: median(&r),
-    }
+    Pair::from_runs(&b, &i)
 }
 
-/// Nanoseconds per operation of `run(n)`, which performs `n` operations.
+/// Nanoseconds per operation of `run(n)`, which performs `n` operations,
+/// on `timer`'s clock.
 #[inline(never)]
-pub fn ns_per_op<F: FnMut(u64) + ?Sized>(iters: u64, run: &mut F) -> f64 {
-    let t = Instant::now();
+pub fn ns_per_op<F: FnMut(u64) + ?Sized>(timer: Timer, iters: u64, run: &mut F) -> f64 {
+    let origin = Instant::now();
+    let t0 = timer.now_ns(origin);
     run(iters);
-    t.elapsed().as_nanos() as f64 / iters as f64
+    let t1 = timer.now_ns(origin);
+    t1.saturating_sub(t0) as f64 / iters as f64
 }
 
 /// How many operations of `run` fill about `target` of wall time.
@@ -122,17 +216,25 @@ pub fn calibrate(target: Duration, run: &mut impl FnMut(u64)) -> u64 {
     }
 }
 
+/// The loop with the operation removed: the "bare" of a component row.
+pub fn empty_loop(n: u64) {
+    for i in 0..n {
+        black_box(i);
+    }
+}
+
 /// Interleaved ns/op of two operation loops.
 pub fn ns_pair(cfg: &Config, mut bare: impl FnMut(u64), mut instrumented: impl FnMut(u64)) -> Pair {
     // Size batches by the slower side, so that neither overruns the budget.
     let iters = calibrate(cfg.batch, &mut bare).min(calibrate(cfg.batch, &mut instrumented));
     // Warm both up once: first-use work (a new site's entry) is not steady state.
-    ns_per_op(iters / 10 + 1, &mut bare);
-    ns_per_op(iters / 10 + 1, &mut instrumented);
+    let timer = cfg.timer;
+    ns_per_op(timer, iters / 10 + 1, &mut bare);
+    ns_per_op(timer, iters / 10 + 1, &mut instrumented);
     interleave(
         cfg.reps,
-        || ns_per_op(iters, &mut bare),
-        || ns_per_op(iters, &mut instrumented),
+        || ns_per_op(timer, iters, &mut bare),
+        || ns_per_op(timer, iters, &mut instrumented),
     )
 }
 
@@ -169,5 +271,32 @@ mod tests {
         assert_eq!(p.bare, 2.0);
         assert_eq!(p.instrumented, 10.0);
         assert_eq!(p.ratio, 5.0);
+        // Ratios 10, 5, 3.33: quartiles halfway between neighbours.
+        assert_eq!(p.spread.pairs, 3);
+        assert_eq!(p.spread.max, 10.0);
+        assert!((p.spread.q1 - (10.0 / 3.0 + 5.0) / 2.0).abs() < 1e-12);
+        assert_eq!(p.spread.q3, 7.5);
+    }
+
+    #[test]
+    fn thread_cpu_time_leaves_out_sleep() {
+        let mut sleep = |n: u64| std::thread::sleep(std::time::Duration::from_millis(n));
+        let wall = ns_per_op(Timer::Wall, 20, &mut sleep);
+        let cpu = ns_per_op(Timer::ThreadCpu, 20, &mut sleep);
+        assert!(wall >= 1e6, "20 ms of sleep, per ms: {wall} ns");
+        assert!(
+            cpu < wall / 4.0,
+            "asleep, the thread used {cpu} ns of CPU per ms"
+        );
+    }
+
+    #[test]
+    fn quartiles_of_five_are_the_second_and_fourth() {
+        let s = Spread::of(&[5.0, 1.0, 4.0, f64::NAN, 2.0, 3.0]);
+        assert_eq!((s.q1, s.q3, s.min, s.max, s.pairs), (2.0, 4.0, 1.0, 5.0, 5));
+        assert!((s.relative_iqr(3.0) - 2.0 / 3.0).abs() < 1e-12);
+        let empty = Spread::of(&[]);
+        assert!(empty.q1.is_nan() && empty.max.is_nan());
+        assert_eq!(empty.pairs, 0);
     }
 }

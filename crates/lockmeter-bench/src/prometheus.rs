@@ -3,9 +3,10 @@
 //! second and without, alternately, in one process (`--prometheus`).
 //!
 //! Each row's own ratio (instrumented / bare, interleaved) already cancels
-//! drift between its halves; the comparison divides the ratio with the
-//! scraper on by the ratio with it off, so drift between the rounds
-//! cancels too. Goal: no row more than 3 % worse.
+//! drift between its halves; rounds with the scraper off and on alternate,
+//! and each round's ratio on is divided by the round's ratio off, so drift
+//! between the rounds cancels too. The row reports the median of those
+//! per-round changes and their spread. Goal: no row more than 3 % worse.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -14,13 +15,16 @@ use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use crate::measure::median;
+use crate::measure::{median, Config, Pair};
 use crate::report::{Goal, Row, Unit};
 
 /// How often a real Prometheus would scrape in the tightest usual setup.
 const SCRAPE_EVERY: Duration = Duration::from_secs(1);
-/// Rounds of (off, on); the per-row figure is the median over rounds.
-const ROUNDS: usize = 3;
+/// Rounds of (off, on) in a full run and in `--quick`; the per-row
+/// figure is the median over rounds. Each side of a round runs every row,
+/// seconds long, so the scraper gets a few scrapes in every `on` side.
+const ROUNDS_FULL: usize = 7;
+const ROUNDS_QUICK: usize = 5;
 /// How much worse a row may get with the scraper on.
 const WORST: f64 = 1.03;
 
@@ -119,42 +123,34 @@ fn scrape(addr: SocketAddr) -> std::io::Result<usize> {
 }
 
 /// Runs `rows` with the scraper off and on, alternately, and reports for
-/// each row the on/off change of its ratio.
-pub fn compare(scraper: &Scraper, rows: &mut dyn FnMut() -> Vec<Row>) -> Vec<Row> {
+/// each row the on/off change of its ratio: the median over rounds of
+/// (ratio on / ratio off) of the round's pair, with its spread, so the
+/// noisy rule of `report` applies to it as to any interleaved row.
+pub fn compare(cfg: &Config, scraper: &Scraper, rows: &mut dyn FnMut() -> Vec<Row>) -> Vec<Row> {
+    let rounds = if cfg.quick { ROUNDS_QUICK } else { ROUNDS_FULL };
     let mut off: Vec<Vec<Row>> = Vec::new();
     let mut on: Vec<Vec<Row>> = Vec::new();
-    for round in 0..ROUNDS {
-        eprintln!("  round {}/{ROUNDS}: scraper off", round + 1);
+    for round in 0..rounds {
+        eprintln!("  round {}/{rounds}: scraper off", round + 1);
         scraper.set(false);
         off.push(rows());
-        eprintln!("  round {}/{ROUNDS}: scraper on", round + 1);
+        eprintln!("  round {}/{rounds}: scraper on", round + 1);
         scraper.set(true);
         on.push(rows());
     }
     scraper.set(false);
     let mut out = Vec::new();
     for (i, first) in off[0].iter().enumerate() {
-        let pick = |runs: &[Vec<Row>], f: fn(&Row) -> Option<f64>| -> f64 {
-            median(
-                &runs
-                    .iter()
-                    .filter_map(|r| r.get(i).and_then(f))
-                    .collect::<Vec<_>>(),
-            )
+        let pick = |runs: &[Vec<Row>], f: fn(&Row) -> Option<f64>| -> Vec<f64> {
+            runs.iter()
+                .map(|r| r.get(i).and_then(f).unwrap_or(f64::NAN))
+                .collect()
         };
-        let ratio_off = pick(&off, |r| r.ratio);
-        let ratio_on = pick(&on, |r| r.ratio);
-        // The noise floor: how far apart the rounds without a scraper are.
-        let offs: Vec<f64> = off
-            .iter()
-            .filter_map(|r| r.get(i).and_then(|r| r.ratio))
-            .collect();
-        let spread = offs.iter().copied().fold(f64::NAN, f64::max)
-            / offs.iter().copied().fold(f64::NAN, f64::min);
-        // How much worse with the scraper on: above 1 is worse.
-        let (change, goal) = match first.unit {
-            Unit::MopsPerSec => (ratio_on / ratio_off, Goal::RatioAtLeast(2.0 - WORST)),
-            _ => (ratio_on / ratio_off, Goal::RatioAtMost(WORST)),
+        // Round k's ratio with the scraper on over round k's with it off.
+        let change = Pair::from_runs(&pick(&off, |r| r.ratio), &pick(&on, |r| r.ratio));
+        let goal = match first.unit {
+            Unit::MopsPerSec => Goal::RatioAtLeast(2.0 - WORST),
+            _ => Goal::RatioAtMost(WORST),
         };
         let mut row = Row::new(
             &format!("prometheus_scraped_{}", first.key),
@@ -162,13 +158,13 @@ pub fn compare(scraper: &Scraper, rows: &mut dyn FnMut() -> Vec<Row>) -> Vec<Row
             first.unit,
             goal,
         )
+        .with_pair(change)
         .note(format!(
-            "ratio: (on / bare) / (off / bare), medians of {ROUNDS} rounds; the rounds without a scraper differ by up to {:.0} %",
-            (spread - 1.0) * 100.0
+            "ratio: median over {rounds} rounds of (on / bare) / (off / bare); \
+             bare and instr columns: lockmeter's own figure off and on"
         ));
-        row.bare = Some(pick(&off, |r| r.instrumented)).filter(|x| x.is_finite());
-        row.instrumented = Some(pick(&on, |r| r.instrumented)).filter(|x| x.is_finite());
-        row.ratio = Some(change).filter(|x| x.is_finite());
+        row.bare = Some(median(&pick(&off, |r| r.instrumented))).filter(|x| x.is_finite());
+        row.instrumented = Some(median(&pick(&on, |r| r.instrumented))).filter(|x| x.is_finite());
         out.push(row);
     }
     out

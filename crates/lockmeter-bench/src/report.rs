@@ -1,8 +1,21 @@
 //! Rows of results, their goals, and the table and JSON they print as.
+//!
+//! A row measured as interleaved pairs carries the spread of its pairwise
+//! ratios, and is judged against its goal only when that spread allows:
+//! when the goal lies inside the interquartile range of the pairwise
+//! ratios (and that range is wider than [`JUDGEABLE_IQR`] of the median),
+//! one half of the pairs says PASS and the other MISS, and the row is
+//! NOISY instead.
 
 use std::fmt::Write as _;
 
 use serde_json::{json, Map, Value};
+
+use crate::measure::Spread;
+
+/// An interquartile range narrower than this share of the median is
+/// tight enough to judge by the median even when it contains the goal.
+pub const JUDGEABLE_IQR: f64 = 0.02;
 
 /// What a row's figures measure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -15,6 +28,8 @@ pub enum Unit {
     Millis,
     /// Kibibytes of resident memory.
     KiB,
+    /// Instructions executed per operation, counted by callgrind.
+    InstrPerOp,
 }
 
 impl Unit {
@@ -24,6 +39,7 @@ impl Unit {
             Unit::MopsPerSec => "Mops/s",
             Unit::Millis => "ms",
             Unit::KiB => "KiB",
+            Unit::InstrPerOp => "Ir/op",
         }
     }
 }
@@ -50,6 +66,14 @@ impl Goal {
             Goal::Info => "-".to_string(),
         }
     }
+
+    /// The ratio a goal is drawn at, for ratio goals.
+    fn threshold(self) -> Option<f64> {
+        match self {
+            Goal::RatioAtMost(x) | Goal::RatioAtLeast(x) => Some(x),
+            Goal::Below(_) | Goal::Info => None,
+        }
+    }
 }
 
 /// One measured row.
@@ -66,6 +90,8 @@ pub struct Row {
     pub instrumented: Option<f64>,
     /// instrumented / bare (median of per-repetition ratios where paired).
     pub ratio: Option<f64>,
+    /// The spread of the per-repetition ratios, where paired.
+    pub spread: Option<Spread>,
     pub goal: Goal,
     /// What `bare` and `instrumented` are, when not obvious.
     pub note: String,
@@ -76,7 +102,9 @@ pub struct Row {
 pub enum Verdict {
     Pass,
     Miss,
-    /// No goal, or nothing could be measured.
+    /// The pairwise ratios fall on both sides of the goal: not judged.
+    Noisy,
+    /// No goal.
     None,
 }
 
@@ -85,6 +113,7 @@ impl Verdict {
         match self {
             Verdict::Pass => "PASS",
             Verdict::Miss => "MISS",
+            Verdict::Noisy => "NOISY",
             Verdict::None => "",
         }
     }
@@ -100,6 +129,7 @@ impl Row {
             bare: None,
             instrumented: None,
             ratio: None,
+            spread: None,
             goal,
             note: String::new(),
         }
@@ -110,6 +140,7 @@ impl Row {
         self.bare = finite(p.bare);
         self.instrumented = finite(p.instrumented);
         self.ratio = finite(p.ratio);
+        self.spread = (p.spread.pairs > 0).then_some(p.spread);
         self
     }
 
@@ -119,14 +150,28 @@ impl Row {
         self
     }
 
-    /// Pass or miss; a row that could not be measured misses its goal.
+    /// Pass, miss or noisy; a row that could not be measured misses its goal.
     pub fn verdict(&self) -> Verdict {
+        if self.noisy() {
+            return Verdict::Noisy;
+        }
         match (self.goal, self.ratio, self.instrumented) {
             (Goal::Info, _, _) => Verdict::None,
             (Goal::RatioAtMost(x), Some(r), _) if r <= x => Verdict::Pass,
             (Goal::RatioAtLeast(x), Some(r), _) if r >= x => Verdict::Pass,
             (Goal::Below(x), _, Some(v)) if v < x => Verdict::Pass,
             _ => Verdict::Miss,
+        }
+    }
+
+    /// Whether the goal lies inside the interquartile range of the pairwise
+    /// ratios, and that range is too wide to let the median decide.
+    fn noisy(&self) -> bool {
+        match (self.goal.threshold(), self.spread, self.ratio) {
+            (Some(x), Some(s), Some(r)) => {
+                s.q1 <= x && x <= s.q3 && s.relative_iqr(r) > JUDGEABLE_IQR
+            }
+            _ => false,
         }
     }
 
@@ -155,7 +200,15 @@ fn fmt_num(x: Option<f64>, unit: Unit) -> String {
     }
 }
 
-/// The human table, with PASS/MISS per row that has a goal.
+/// `q1-q3` of the pairwise ratios, or `-`.
+fn fmt_spread(s: Option<Spread>) -> String {
+    match s {
+        Some(s) if s.q1.is_finite() => format!("{:.2}-{:.2}", s.q1, s.q3),
+        _ => "-".to_string(),
+    }
+}
+
+/// The human table, with PASS/MISS/NOISY per row that has a goal.
 pub fn table(rows: &[Row]) -> String {
     let width = rows
         .iter()
@@ -166,17 +219,18 @@ pub fn table(rows: &[Row]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:<width$}  {:>9}  {:>9}  {:>7}  {:>8}  {:>7}  {:<6}  verdict",
-        "row", "bare", "instr", "ratio", "+ns/op", "goal", "unit"
+        "{:<width$}  {:>9}  {:>9}  {:>7}  {:>11}  {:>8}  {:>7}  {:<6}  verdict",
+        "row", "bare", "instr", "ratio", "IQR", "+ns/op", "goal", "unit"
     );
     for r in rows {
         let _ = writeln!(
             out,
-            "{:<width$}  {:>9}  {:>9}  {:>7}  {:>8}  {:>7}  {:<6}  {}",
+            "{:<width$}  {:>9}  {:>9}  {:>7}  {:>11}  {:>8}  {:>7}  {:<6}  {}",
             r.label,
             fmt_num(r.bare, r.unit),
             fmt_num(r.instrumented, r.unit),
             r.ratio.map_or("-".to_string(), |x| format!("{x:.2}")),
+            fmt_spread(r.spread),
             r.delta().map_or(String::new(), |d| format!("{d:+.2}")),
             r.goal.label(),
             r.unit.label(),
@@ -184,8 +238,15 @@ pub fn table(rows: &[Row]) -> String {
         );
     }
     let goals = rows.iter().filter(|r| r.goal != Goal::Info).count();
-    let passed = rows.iter().filter(|r| r.verdict() == Verdict::Pass).count();
-    let _ = writeln!(out, "\n{passed}/{goals} goals met.");
+    let count = |v: Verdict| rows.iter().filter(|r| r.verdict() == v).count();
+    let _ = writeln!(
+        out,
+        "\n{}/{goals} goals met, {} missed, {} too noisy to judge \
+         (NOISY: the goal lies inside the interquartile range of the pairwise ratios).",
+        count(Verdict::Pass),
+        count(Verdict::Miss),
+        count(Verdict::Noisy),
+    );
     let notes: Vec<&Row> = rows.iter().filter(|r| !r.note.is_empty()).collect();
     if !notes.is_empty() {
         let _ = writeln!(out, "\nNotes:");
@@ -208,6 +269,14 @@ pub fn json(rows: &[Row]) -> Value {
                 "bare": r.bare,
                 "instrumented": r.instrumented,
                 "ratio": r.ratio,
+                "spread": r.spread.map(|s| json!({
+                    "q1": finite(s.q1),
+                    "q3": finite(s.q3),
+                    "min": finite(s.min),
+                    "max": finite(s.max),
+                    "pairs": s.pairs,
+                })),
+                "noisy": r.verdict() == Verdict::Noisy,
                 "delta_ns_per_op": r.delta(),
                 "goal": r.goal.label(),
                 "verdict": match r.verdict() {
@@ -280,6 +349,55 @@ mod tests {
         ]);
         assert!(t.contains("PASS"));
         assert!(t.contains("MISS"));
-        assert!(t.contains("1/2 goals met"));
+        assert!(t.contains("1/2 goals met, 1 missed, 0 too noisy"));
+    }
+
+    fn spread(q1: f64, q3: f64) -> Option<Spread> {
+        Some(Spread {
+            q1,
+            q3,
+            min: q1,
+            max: q3,
+            pairs: 5,
+        })
+    }
+
+    #[test]
+    fn the_spread_decides_whether_a_row_is_judged() {
+        let cases = [
+            // The goal inside a wide IQR: noisy, whichever side the median is.
+            (Goal::RatioAtLeast(0.9), 0.95, (0.6, 1.1), Verdict::Noisy),
+            (Goal::RatioAtMost(1.2), 1.1, (1.0, 1.4), Verdict::Noisy),
+            // Wide, but all on one side of the goal: judged.
+            (Goal::RatioAtLeast(0.6), 0.3, (0.2, 0.55), Verdict::Miss),
+            (Goal::RatioAtMost(1.2), 1.0, (0.8, 1.19), Verdict::Pass),
+            // The goal inside an IQR under 2 % of the median: the median decides.
+            (
+                Goal::RatioAtMost(1.05),
+                1.051,
+                (1.045, 1.055),
+                Verdict::Miss,
+            ),
+            (Goal::RatioAtLeast(0.9), 0.905, (0.899, 0.91), Verdict::Pass),
+        ];
+        for (i, (goal, ratio, (q1, q3), want)) in cases.into_iter().enumerate() {
+            let mut r = row(goal, Some(ratio), None);
+            r.spread = spread(q1, q3);
+            assert_eq!(r.verdict(), want, "case {i}");
+        }
+    }
+
+    #[test]
+    fn json_carries_the_spread_and_the_noisy_verdict() {
+        let mut r = row(Goal::RatioAtLeast(0.9), Some(0.95), Some(1.0));
+        r.spread = spread(0.6, 1.1);
+        let v = json(&[r]);
+        assert_eq!(v["k"]["verdict"], "NOISY");
+        assert_eq!(v["k"]["noisy"], true);
+        assert_eq!(v["k"]["spread"]["q1"], 0.6);
+        assert_eq!(v["k"]["spread"]["q3"], 1.1);
+        assert_eq!(v["k"]["spread"]["pairs"], 5);
+        let t = table(&[row(Goal::Info, None, None)]);
+        assert!(t.contains("0 too noisy"));
     }
 }

@@ -113,7 +113,7 @@ pub fn rows(cfg: &Config) -> Vec<Row> {
                 "memory_per_site_entry_kib",
                 "resident memory per (thread, site) entry",
                 Unit::KiB,
-                Goal::Info,
+                Goal::Below(1.5),
             );
             if let Some(g) = shape.rss_growth_kib {
                 memory.instrumented = Some(g as f64 / GENERATED_SITES as f64);

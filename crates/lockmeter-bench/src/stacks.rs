@@ -6,7 +6,7 @@
 use std::ffi::c_void;
 use std::hint::black_box;
 
-use crate::measure::{ns_pair, Config};
+use crate::measure::{empty_loop, ns_pair, Config};
 use crate::report::{Goal, Row, Unit};
 
 /// Frames kept per stack by default (`lockmeter::DEFAULT_STACK_DEPTH`).
@@ -45,20 +45,12 @@ pub fn rows(cfg: &Config) -> Vec<Row> {
     let mut rows = Vec::new();
     let mut pair = None;
     nested(40, &mut || {
-        pair = Some(ns_pair(
-            cfg,
-            |n| {
-                for i in 0..n {
-                    black_box(i);
-                }
-            },
-            |n| {
-                let mut buf = [0usize; DEPTH];
-                for _ in 0..n {
-                    black_box(capture(&mut buf));
-                }
-            },
-        ));
+        pair = Some(ns_pair(cfg, empty_loop, |n| {
+            let mut buf = [0usize; DEPTH];
+            for _ in 0..n {
+                black_box(capture(&mut buf));
+            }
+        }));
     });
     if let Some(p) = pair {
         rows.push(
@@ -82,21 +74,13 @@ pub fn rows(cfg: &Config) -> Vec<Row> {
             Unit::NsPerOp,
             Goal::Info,
         )
-        .with_pair(ns_pair(
-            cfg,
-            |n| {
-                for i in 0..n {
-                    black_box(i);
-                }
-            },
-            |n| {
-                for _ in 0..n {
-                    let mut lines = 0u32;
-                    backtrace::resolve(addr as *mut c_void, |s| lines += s.lineno().unwrap_or(1));
-                    black_box(lines);
-                }
-            },
-        ))
+        .with_pair(ns_pair(cfg, empty_loop, |n| {
+            for _ in 0..n {
+                let mut lines = 0u32;
+                backtrace::resolve(addr as *mut c_void, |s| lines += s.lineno().unwrap_or(1));
+                black_box(lines);
+            }
+        }))
         .note("once per distinct address, when a snapshot is built (cached)"),
     );
     rows

@@ -11,8 +11,8 @@
 //! waker waiting, untimed, for the woken waiter to re-queue and fall asleep
 //! again before the next round. The waker runs on CPU 0 and the waiters on
 //! CPU 1 (where the machine has two), so that a woken waiter never preempts
-//! the waker inside the timed call. Rounds alternate between the two queues; the row is the ratio of
-//! the medians. O(1) wake-one means the ratio stays near 1.
+//! the waker inside the timed call. Rounds alternate between the two queues; the row is the median of
+//! the pairwise ratios of rounds. O(1) wake-one means the ratio stays near 1.
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use lockmeter::WaitQueue;
 
-use crate::measure::{median, Config, Pair};
+use crate::measure::{Config, Pair};
 use crate::report::{Goal, Row, Unit};
 
 /// Waiters in the long queue.
@@ -196,10 +196,5 @@ fn measure_on(cfg: &Config, waiter_cpu: Option<usize>) -> Result<(Pair, Pair), S
         wn.push(w);
         rn.push(r);
     }
-    let pair = |b: &[f64], i: &[f64]| Pair {
-        bare: median(b),
-        instrumented: median(i),
-        ratio: median(i) / median(b),
-    };
-    Ok((pair(&w1, &wn), pair(&r1, &rn)))
+    Ok((Pair::from_runs(&w1, &wn), Pair::from_runs(&r1, &rn)))
 }

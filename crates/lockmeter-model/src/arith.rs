@@ -11,7 +11,7 @@
 use std::collections::HashMap;
 use std::hash::Hash;
 
-use crate::{Holder, LockStats, Snapshot, Stats, Window};
+use crate::{Holder, LockStats, SiteStats, Snapshot, Stats, Window};
 
 impl Stats {
     /// Adds `other` into `self`. (CON and UTIL are methods, so nothing
@@ -100,9 +100,9 @@ impl Snapshot {
                 continue;
             };
             lock.total.subtract(&before.total);
-            let sites = FirstIndex::new(&before.sites, |s| (s.site.as_str(), s.mode.as_deref()));
+            let sites = FirstIndex::new(&before.sites, SiteStats::key);
             for site in &mut lock.sites {
-                if let Some(b) = sites.get(&(site.site.as_str(), site.mode.as_deref())) {
+                if let Some(b) = sites.get(&site.key()) {
                     site.stats.subtract(&b.stats);
                 }
             }
@@ -179,8 +179,28 @@ impl Snapshot {
         Some(out)
     }
 
+    /// This snapshot with every call-site row marked with its process's
+    /// pid, so that a [`Snapshot::merge`] keeps the processes' rows apart
+    /// (a process column) while lock rows still sum.
+    pub fn with_pids(mut self) -> Snapshot {
+        let pid = self.process.pid;
+        for site in self.locks.iter_mut().flat_map(|l| l.sites.iter_mut()) {
+            site.pid = Some(pid);
+        }
+        self
+    }
+
+    /// Whether call-site rows carry their process ([`Snapshot::with_pids`]
+    /// then [`Snapshot::merge`]): the renderings then show a process column.
+    pub fn has_pids(&self) -> bool {
+        self.locks
+            .iter()
+            .any(|l| l.sites.iter().any(|s| s.pid.is_some()))
+    }
+
     /// Snapshots of several processes over about the same time, merged by
-    /// lock class and call site: every count and distribution is the exact
+    /// lock class and call site (and process, where [`Snapshot::with_pids`]
+    /// marked the rows): every count and distribution is the exact
     /// sum, instances add up, `max_waiters` is the largest. The window
     /// spans all of them, its length the longest (so UTIL is the summed
     /// hold time over that, like a class with several instances); the
@@ -230,7 +250,7 @@ impl Snapshot {
 }
 
 /// Adds every lock of `more` into `locks`, matched by id (sites by
-/// `(site, mode)`, holders by site); unmatched rows are appended.
+/// [`SiteStats::key`], holders by site); unmatched rows are appended.
 /// `instances` combines with `instances`.
 fn add_locks(locks: &mut Vec<LockStats>, more: &[LockStats], instances: fn(u64, u64) -> u64) {
     let mut by_id = first_positions(locks, |l| l.id.clone());
@@ -243,12 +263,13 @@ fn add_locks(locks: &mut Vec<LockStats>, more: &[LockStats], instances: fn(u64, 
         let mine = &mut locks[i];
         mine.total.merge(&lock.total);
         mine.instances = instances(mine.instances, lock.instances);
-        let mut sites = first_positions(&mine.sites, |s| (s.site.clone(), s.mode.clone()));
+        let key = |s: &SiteStats| (s.site.clone(), s.mode.clone(), s.pid);
+        let mut sites = first_positions(&mine.sites, key);
         for site in &lock.sites {
-            match sites.get(&(site.site.clone(), site.mode.clone())) {
+            match sites.get(&key(site)) {
                 Some(&j) => mine.sites[j].stats.merge(&site.stats),
                 None => {
-                    sites.insert((site.site.clone(), site.mode.clone()), mine.sites.len());
+                    sites.insert(key(site), mine.sites.len());
                     mine.sites.push(site.clone());
                 }
             }
@@ -365,6 +386,7 @@ mod tests {
                 .map(|_| SiteStats {
                     site: format!("src/a.rs:{}:5", rng.below(25)),
                     mode: [None, Some("read".to_string())][rng.below(2) as usize].clone(),
+                    pid: None,
                     stats: stats(rng, scale),
                 })
                 .collect();

@@ -186,34 +186,23 @@ mod tests {
     use crate::{Dist, LockStats, ProcessInfo, SiteStats};
 
     fn site(name: &str, acquisitions: u64, wait_total: u64) -> SiteStats {
-        SiteStats {
-            site: name.to_string(),
-            mode: None,
-            stats: Stats {
-                acquisitions,
-                wait_ns: Dist {
-                    count: u64::from(wait_total > 0),
-                    total: wait_total,
-                    ..Dist::default()
-                },
-                ..Stats::default()
+        let stats = Stats {
+            acquisitions,
+            wait_ns: Dist {
+                count: u64::from(wait_total > 0),
+                total: wait_total,
+                ..Dist::default()
             },
-        }
+            ..Stats::default()
+        };
+        SiteStats::at(name, stats)
     }
 
     fn snap(sites: Vec<SiteStats>) -> Snapshot {
         let mut s = Snapshot::empty(ProcessInfo::default(), "mock");
-        s.locks.push(LockStats {
-            id: "l".into(),
-            display_name: None,
-            kind: LockKind::Mutex,
-            created_at: "a.rs:1:1".into(),
-            instances: 1,
-            parent: None,
-            total: Stats::default(),
-            sites,
-            holders: Vec::new(),
-        });
+        let total = Stats::default();
+        s.locks
+            .push(LockStats::new("l", LockKind::Mutex, total, sites));
         s
     }
 

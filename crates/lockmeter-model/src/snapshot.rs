@@ -169,9 +169,34 @@ pub struct SiteStats {
     /// For rwlocks: `read` or `write`; absent for other kinds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<String>,
+    /// In a table merged over several processes ([`Snapshot::merge`] of
+    /// snapshots [`Snapshot::with_pids`]): the process these acquisitions
+    /// were made in, a column of its own in every rendering. Absent in one
+    /// process's snapshot.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
     #[serde(flatten)]
     /// The site's numbers.
     pub stats: Stats,
+}
+
+impl SiteStats {
+    /// The acquisitions `stats` at `site`: no mode, one process.
+    pub fn at(site: &str, stats: Stats) -> SiteStats {
+        SiteStats {
+            site: site.to_string(),
+            mode: None,
+            pid: None,
+            stats,
+        }
+    }
+
+    /// What tells site rows of one lock apart: the call site, the mode and
+    /// (in a merged table) the process. Arithmetic, merges and the viewer's
+    /// selection match rows by it.
+    pub fn key(&self) -> (&str, Option<&str>, Option<u32>) {
+        (&self.site, self.mode.as_deref(), self.pid)
+    }
 }
 
 /// A call site that held the lock when a waiter arrived.
@@ -287,13 +312,30 @@ impl Snapshot {
 }
 
 impl LockStats {
+    /// A class `id` of `kind` with `total` over `sites`: one instance, no
+    /// creation site, parent or holders. For snapshots built by hand
+    /// (tests, converters); the recorder fills every field.
+    pub fn new(id: &str, kind: LockKind, total: Stats, sites: Vec<SiteStats>) -> LockStats {
+        LockStats {
+            id: id.to_string(),
+            display_name: None,
+            kind,
+            created_at: String::new(),
+            instances: 1,
+            parent: None,
+            total,
+            sites,
+            holders: Vec::new(),
+        }
+    }
+
     /// The display name: the explicit one if it differs from the id, else
     /// the id.
     pub fn name(&self) -> &str {
         self.display_name.as_deref().unwrap_or(&self.id)
     }
 
-    /// The stats of call site `site` (any mode), if any.
+    /// The stats of call site `site` (any mode, any process), if any.
     pub fn site(&self, site: &str) -> Option<&SiteStats> {
         self.sites.iter().find(|s| s.site == site)
     }

@@ -53,6 +53,8 @@ struct SiteOut<'a> {
     site: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     mode: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pid: Option<u32>,
     #[serde(flatten)]
     stats: StatsOut<'a>,
 }
@@ -112,6 +114,7 @@ impl<'a> LockOut<'a> {
                 .map(|s: &'a SiteStats| SiteOut {
                     site: &s.site,
                     mode: s.mode.as_deref(),
+                    pid: s.pid,
                     stats: stats(&s.stats),
                 })
                 .collect(),

@@ -103,6 +103,7 @@ fn busy(util: f64, hot: u64) -> LockStats {
     let site = |name: &str, share: u64| SiteStats {
         site: name.to_string(),
         mode: None,
+        pid: None,
         stats: Stats {
             acquisitions: 50,
             hold_ns: mean_dist(50, (held * share as f64 / 100.0 / 50.0).round() as u64),

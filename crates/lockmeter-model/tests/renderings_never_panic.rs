@@ -124,9 +124,15 @@ fn site() -> impl Strategy<Value = SiteStats> {
             Just("write".to_string()),
             text()
         ]),
+        prop::option::of(any::<u32>()),
         stats(),
     )
-        .prop_map(|(site, mode, stats)| SiteStats { site, mode, stats })
+        .prop_map(|(site, mode, pid, stats)| SiteStats {
+            site,
+            mode,
+            pid,
+            stats,
+        })
 }
 
 fn lock() -> impl Strategy<Value = LockStats> {
@@ -172,23 +178,16 @@ fn snapshot() -> impl Strategy<Value = Snapshot> {
         text(),
         prop::collection::vec(lock(), 0..6),
     )
-        .prop_map(|(pid, name, start, end, elapsed, clock, locks)| Snapshot {
-            format: "lockmeter".to_string(),
-            version: 1,
-            process: ProcessInfo { pid, name },
-            window: Window {
+        .prop_map(|(pid, name, start, end, elapsed, clock, locks)| {
+            let mut s = Snapshot::empty(ProcessInfo { pid, name }, &clock);
+            s.window = Window {
                 start_unix_ns: start,
                 end_unix_ns: end,
                 elapsed_ns: elapsed,
-            },
-            clock,
-            dropped_records: end,
-            sampling: Default::default(),
-            stacks: Default::default(),
-            locks,
-            now: Default::default(),
-            deadlocks: Vec::new(),
-            lock_order: Default::default(),
+            };
+            s.dropped_records = end;
+            s.locks = locks;
+            s
         })
 }
 

@@ -68,23 +68,17 @@ fn snapshot(classes: &[Vec<SitePlan>], step: usize) -> Snapshot {
             .map(|(si, p)| SiteStats {
                 site: format!("src/s.rs:{si}:1"),
                 mode: p.mode.map(str::to_string),
+                pid: None,
                 stats: stats_at(p, step),
             })
             .collect();
         if sites.is_empty() {
             continue;
         }
-        snap.locks.push(LockStats {
-            id: format!("class{ci}"),
-            display_name: None,
-            kind: LockKind::Rwlock,
-            created_at: "src/c.rs:1:1".into(),
-            instances: 1,
-            parent: None,
-            total: Stats::default(),
-            sites,
-            holders: Vec::new(),
-        });
+        let id = format!("class{ci}");
+        let total = Stats::default();
+        snap.locks
+            .push(LockStats::new(&id, LockKind::Rwlock, total, sites));
     }
     snap
 }

@@ -309,6 +309,7 @@ mod tests {
             sites: vec![lockmeter_model::SiteStats {
                 site: "a.rs:2:3".into(),
                 mode: Some("read".into()),
+                pid: None,
                 stats,
             }],
             holders: vec![lockmeter_model::Holder {

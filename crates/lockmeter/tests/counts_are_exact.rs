@@ -7,7 +7,7 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{lock, observe, spawn_observed};
+use common::{join_all, lock, observe, on_each, spawn_each};
 use lockmeter::{Mutex, RwLock, Semaphore, SpinLock};
 
 const THREADS: u64 = 4;
@@ -17,17 +17,11 @@ const ITERS: u64 = 20_000;
 fn spinlock_total_is_threads_times_iterations() {
     let (handle, ()) = observe(|| {
         let l = Arc::new(SpinLock::named("exact.spin", 0u64));
-        let ts: Vec<_> = (0..THREADS)
-            .map(|_| {
-                let l = l.clone();
-                spawn_observed(move || {
-                    for _ in 0..ITERS {
-                        *l.lock() += 1;
-                    }
-                })
-            })
-            .collect();
-        ts.into_iter().for_each(|t| t.join().unwrap());
+        on_each(THREADS, &l, |l, _| {
+            for _ in 0..ITERS {
+                *l.lock() += 1;
+            }
+        });
         assert_eq!(*l.lock(), THREADS * ITERS);
     });
     let snap = handle.snapshot();
@@ -44,22 +38,16 @@ fn spinlock_total_is_threads_times_iterations() {
 fn mutex_counts_survive_thread_exit_and_sites_stay_separate() {
     let (handle, ()) = observe(|| {
         let m = Arc::new(Mutex::named("exact.mutex", 0u64));
-        let ts: Vec<_> = (0..THREADS)
-            .map(|i| {
-                let m = m.clone();
-                spawn_observed(move || {
-                    for _ in 0..ITERS {
-                        if i % 2 == 0 {
-                            *m.lock() += 1; // site A
-                        } else {
-                            *m.lock() += 1; // site B
-                        }
-                    }
-                })
-            })
-            .collect();
         // Every thread has exited before the snapshot.
-        ts.into_iter().for_each(|t| t.join().unwrap());
+        on_each(THREADS, &m, |m, i| {
+            for _ in 0..ITERS {
+                if i % 2 == 0 {
+                    *m.lock() += 1; // site A
+                } else {
+                    *m.lock() += 1; // site B
+                }
+            }
+        });
     });
     let snap = handle.snapshot();
     let l = lock(&snap, "exact.mutex");
@@ -136,20 +124,15 @@ fn semaphore_shows_its_inner_lock_and_wait_queue() {
         // Hold the only permit while the workers start, so that some of
         // them must sleep in the semaphore's wait queue.
         let first = sem.acquire();
-        let ts: Vec<_> = (0..THREADS)
-            .map(|_| {
-                let sem = sem.clone();
-                spawn_observed(move || {
-                    for _ in 0..2000 {
-                        let _p = sem.acquire();
-                        std::hint::black_box(0);
-                    }
-                })
-            })
-            .collect();
+        let ts = spawn_each(THREADS, &sem, |sem, _| {
+            for _ in 0..2000 {
+                let _p = sem.acquire();
+                std::hint::black_box(0);
+            }
+        });
         std::thread::sleep(Duration::from_millis(50));
         drop(first);
-        ts.into_iter().for_each(|t| t.join().unwrap());
+        join_all(ts);
         assert_eq!(sem.available(), 1);
     });
     let snap = handle.snapshot();

@@ -44,6 +44,19 @@ fn deadlock_with(snap: &Snapshot, threads: &[&str]) -> Option<lockmeter_model::n
         .cloned()
 }
 
+/// The deadlock of exactly `threads`, once reported (within [`WITHIN`]),
+/// and the snapshot it was found in; fails if none is.
+fn reported(o: &Observed, threads: &[&str]) -> (Snapshot, lockmeter_model::now::Deadlock) {
+    let (snap, took) = o.poll(WITHIN, |s| deadlock_with(s, threads).is_some());
+    let d = deadlock_with(&snap, threads).unwrap_or_else(|| {
+        panic!(
+            "no deadlock of {threads:?} after {took:?}: {:?}; now: {:?}",
+            snap.deadlocks, snap.now
+        )
+    });
+    (snap, d)
+}
+
 #[test]
 fn an_ab_ba_deadlock_is_reported_within_two_seconds_with_threads_locks_and_sites() {
     let o = layer();
@@ -67,11 +80,7 @@ fn an_ab_ba_deadlock_is_reported_within_two_seconds_with_threads_locks_and_sites
         site
     });
     go.wait();
-    let (snap, took) = o.poll(WITHIN, |s| {
-        deadlock_with(s, &["abba-1", "abba-2"]).is_some()
-    });
-    let d = deadlock_with(&snap, &["abba-1", "abba-2"])
-        .unwrap_or_else(|| panic!("no deadlock after {took:?}: {:?}", snap.deadlocks));
+    let (snap, d) = reported(&o, &["abba-1", "abba-2"]);
     // While they are stuck, `now` shows both locks held and waited on.
     for id in ["abba.a", "abba.b"] {
         let l = snap.now.locks.iter().find(|l| l.id == id).expect(id);
@@ -137,9 +146,7 @@ fn a_three_thread_cycle_is_reported_as_one_deadlock() {
         .collect();
     go.wait();
     let want = ["ring-0", "ring-1", "ring-2"];
-    let (snap, took) = o.poll(WITHIN, |s| deadlock_with(s, &want).is_some());
-    let d = deadlock_with(&snap, &want)
-        .unwrap_or_else(|| panic!("no deadlock after {took:?}: {:?}", snap.deadlocks));
+    let (_, d) = reported(&o, &want);
     threads.into_iter().for_each(|t| t.join().unwrap());
     // In cycle order: each waits on the lock the next one holds.
     for (i, t) in d.threads.iter().enumerate() {
@@ -169,9 +176,7 @@ fn readers_and_a_writer_of_an_rwlock_form_a_cycle() {
     });
     go.wait();
     let want = ["rw-reader", "rw-writer"];
-    let (snap, took) = o.poll(WITHIN, |s| deadlock_with(s, &want).is_some());
-    let d = deadlock_with(&snap, &want)
-        .unwrap_or_else(|| panic!("no deadlock after {took:?}: {:?}", snap.deadlocks));
+    let (_, d) = reported(&o, &want);
     reader.join().unwrap();
     writer.join().unwrap();
     let w = d
@@ -211,12 +216,7 @@ fn a_semaphore_whose_permit_holders_are_all_stuck_is_a_deadlock() {
     });
     go.wait();
     let want = ["sem-holder", "sem-waiter"];
-    let (snap, took) = o.poll(WITHIN, |s| deadlock_with(s, &want).is_some());
-    assert!(
-        deadlock_with(&snap, &want).is_some(),
-        "after {took:?}: {:?}",
-        snap.now
-    );
+    reported(&o, &want);
     holder.join().unwrap();
     waiter.join().unwrap();
 }

@@ -8,7 +8,7 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{lock, observe, spawn_observed};
+use common::{lock, observe, on_each, spawn_observed};
 use lockmeter::{
     FairMutex, MappedMutexGuard, Mutex, MutexGuard, ReentrantMutex, RwLock, RwLockReadGuard,
     RwLockUpgradableReadGuard, RwLockWriteGuard,
@@ -118,17 +118,11 @@ fn mapped_guards_carry_the_hold_and_leaked_ones_still_count() {
 fn fair_mutex_counts_like_mutex() {
     let (handle, ()) = observe(|| {
         let m = Arc::new(FairMutex::named("pl.fair", 0u64));
-        let ts: Vec<_> = (0..4)
-            .map(|_| {
-                let m = m.clone();
-                spawn_observed(move || {
-                    for _ in 0..N {
-                        *m.lock() += 1;
-                    }
-                })
-            })
-            .collect();
-        ts.into_iter().for_each(|t| t.join().unwrap());
+        on_each(4, &m, |m, _| {
+            for _ in 0..N {
+                *m.lock() += 1;
+            }
+        });
         assert!(m.try_lock_for(Duration::from_millis(1)).is_some());
     });
     let snap = handle.snapshot();

@@ -6,18 +6,19 @@
 //! clients must all see exactly that number, and the program must keep
 //! running and exit normally.
 
+mod child_common;
 mod export_common;
 
 use std::fs;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::process::{Command, ExitStatus, Stdio};
 use std::thread;
 use std::time::Duration;
 
+use child_common::Child;
 use export_common::{
     acquisitions, assert_error_then_close, read_to_close, scratch_dir, wait_until, LOCK,
 };
@@ -27,106 +28,30 @@ use lockmeter_wire::{self as wire, Client, EndpointAddr, Response};
 const TIMEOUT: Duration = Duration::from_secs(10);
 const PATIENCE: Duration = Duration::from_secs(60);
 
-/// The demo binary, built if `cargo test` did not build it already.
-fn demo_exe() -> PathBuf {
-    static EXE: OnceLock<PathBuf> = OnceLock::new();
-    EXE.get_or_init(|| {
-        let test_exe = std::env::current_exe().unwrap();
-        // target/<profile>/deps/<test> -> target/<profile>
-        let profile_dir = test_exe
-            .parent()
-            .and_then(Path::parent)
-            .unwrap()
-            .to_path_buf();
-        let exe = profile_dir.join("examples").join("endpoint_demo");
-        let mut cargo = Command::new(env!("CARGO"));
-        cargo.args([
-            "build",
-            "--quiet",
-            "-p",
-            "lockmeter",
-            "--example",
-            "endpoint_demo",
-        ]);
-        if profile_dir.ends_with("release") {
-            cargo.arg("--release");
-        }
-        if let Some(target_dir) = profile_dir.parent() {
-            cargo.env("CARGO_TARGET_DIR", target_dir);
-        }
-        let status = cargo.status().expect("cannot run cargo to build the demo");
-        assert!(status.success(), "building examples/endpoint_demo failed");
-        assert!(exe.exists(), "{} is missing after the build", exe.display());
-        exe
-    })
-    .clone()
-}
-
 /// A running demo program.
 struct Demo {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    stderr: Arc<Mutex<String>>,
+    proc: Child,
     total: u64,
 }
 
 impl Demo {
     /// Starts the demo with `env` and waits until it did its acquisitions.
     fn start(env: &[(&str, &str)], args: &[&str]) -> Demo {
-        let mut cmd = Command::new(demo_exe());
-        for (k, _) in std::env::vars_os() {
-            if k.to_string_lossy().starts_with("LOCKMETER_") {
-                cmd.env_remove(k);
-            }
-        }
-        cmd.envs(env.iter().copied()).args(args);
-        cmd.stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = cmd.spawn().expect("cannot start the demo");
-        let stderr = Arc::new(Mutex::new(String::new()));
-        let mut err = child.stderr.take().unwrap();
-        let sink = Arc::clone(&stderr);
-        thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            while let Ok(n) = err.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                sink.lock()
-                    .unwrap()
-                    .push_str(&String::from_utf8_lossy(&buf[..n]));
-            }
-        });
-        let mut out = BufReader::new(child.stdout.take().unwrap());
-        let mut line = String::new();
-        out.read_line(&mut line).unwrap();
-        let Some(total) = line
-            .strip_prefix("ready ")
-            .and_then(|n| n.trim().parse().ok())
-        else {
-            let _ = child.kill();
-            panic!(
-                "the demo did not get ready: {line:?}; stderr: {}",
-                stderr.lock().unwrap()
-            );
+        let mut proc = Child::start("endpoint_demo", env, args);
+        let total = match proc.ready()[..] {
+            [total] => total,
+            ref other => panic!("`ready` with {other:?}; stderr: {}", proc.stderr()),
         };
-        thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
-        let stdin = child.stdin.take();
-        Demo {
-            child,
-            stdin,
-            stderr,
-            total,
-        }
+        proc.drain_stdout();
+        Demo { proc, total }
     }
 
     fn pid(&self) -> u32 {
-        self.child.id()
+        self.proc.child.id()
     }
 
     fn stderr(&self) -> String {
-        self.stderr.lock().unwrap().clone()
+        self.proc.stderr()
     }
 
     /// The endpoint address the demo announced on stderr.
@@ -148,15 +73,15 @@ impl Demo {
     }
 
     fn running(&mut self) -> bool {
-        matches!(self.child.try_wait(), Ok(None))
+        self.proc.running()
     }
 
     /// Closes stdin so that the demo exits normally; its exit status.
     fn finish(mut self) -> (ExitStatus, String) {
-        drop(self.stdin.take());
+        drop(self.proc.stdin.take());
         let mut status = None;
         let exited = wait_until(PATIENCE, || {
-            status = self.child.try_wait().unwrap();
+            status = self.proc.child.try_wait().unwrap();
             status.is_some()
         });
         assert!(
@@ -167,15 +92,6 @@ impl Demo {
         // Let the stderr reader catch the last lines.
         thread::sleep(Duration::from_millis(50));
         (status.unwrap(), self.stderr())
-    }
-}
-
-impl Drop for Demo {
-    fn drop(&mut self) {
-        if self.running() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
     }
 }
 
@@ -402,8 +318,8 @@ fn a_recording_adds_up_and_survives_a_kill() {
     // Killed mid-recording: whatever is on disk still loads.
     let mut demo = Demo::start(&env, &["100", "1"]);
     assert!(wait_until(PATIENCE, || lines() >= 5));
-    demo.child.kill().unwrap();
-    demo.child.wait().unwrap();
+    demo.proc.child.kill().unwrap();
+    demo.proc.child.wait().unwrap();
     let rec = lockmeter_model::parse_recording(&fs::read_to_string(&path).unwrap()).unwrap();
     assert!(
         rec.frames.len() >= 5 && rec.warnings.len() <= 1,
@@ -544,7 +460,7 @@ fn a_kill_mid_dump_leaves_the_previous_or_a_complete_file() {
         std::thread::sleep(Duration::from_micros(400 * round));
         // SAFETY: as above.
         unsafe { libc::kill(demo.pid() as libc::pid_t, libc::SIGKILL) };
-        let _ = demo.child.wait();
+        let _ = demo.proc.child.wait();
         let text = fs::read_to_string(&path).unwrap();
         if text != "previous" {
             let snap = lockmeter_model::parse_snapshot(&text)

@@ -5,6 +5,7 @@
 //! scrapes, even fifty at once, keep getting the exact counts, while the
 //! application's own counting stays exact.
 
+mod child_common;
 mod export_common;
 mod prometheus_common;
 
@@ -22,6 +23,16 @@ use tracing_subscriber::prelude::*;
 
 fn loopback() -> SocketAddr {
     "127.0.0.1:0".parse().unwrap()
+}
+
+/// Waits until the endpoint has dropped `n` clients; fails if it does not.
+fn await_dropped(exp: &Exporter, n: u64) {
+    assert!(
+        wait_until(PATIENCE, || exp.prometheus_stats().unwrap().dropped_clients
+            == n),
+        "{:?}",
+        exp.prometheus_stats()
+    );
 }
 
 fn serve(source: Arc<dyn SnapshotSource>, config: ExportConfig) -> (Exporter, SocketAddr) {
@@ -93,12 +104,7 @@ fn a_client_that_never_sends_is_dropped_and_counted() {
     let mut silent = TcpStream::connect(addr).unwrap();
     // Half a request, then nothing.
     silent.write_all(b"GET /metr").unwrap();
-    assert!(
-        wait_until(PATIENCE, || exp.prometheus_stats().unwrap().dropped_clients
-            == 1),
-        "{:?}",
-        exp.prometheus_stats()
-    );
+    await_dropped(&exp, 1);
     silent.set_read_timeout(Some(TIMEOUT)).unwrap();
     let mut rest = Vec::new();
     let _ = silent.read_to_end(&mut rest);
@@ -134,6 +140,7 @@ impl SnapshotSource for BigSource {
                 sites: vec![SiteStats {
                     site: format!("big.rs:{i}:1"),
                     mode: None,
+                    pid: None,
                     stats,
                 }],
                 holders: Vec::new(),
@@ -151,12 +158,7 @@ fn a_client_that_never_reads_is_dropped_and_counted() {
     let (exp, addr) = serve(Arc::new(BigSource), config);
     let mut stalled = TcpStream::connect(addr).unwrap();
     stalled.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").unwrap();
-    assert!(
-        wait_until(PATIENCE, || exp.prometheus_stats().unwrap().dropped_clients
-            == 1),
-        "{:?}",
-        exp.prometheus_stats()
-    );
+    await_dropped(&exp, 1);
     // Served in full to a client that reads.
     let reply = get(addr, "/metrics", None);
     assert_eq!(reply.status, 200);

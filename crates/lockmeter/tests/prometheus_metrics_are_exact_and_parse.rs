@@ -6,12 +6,14 @@
 //! metrics`, Python's `prometheus_client`), and nothing but `GET /metrics`
 //! is served.
 
+mod child_common;
 mod prometheus_common;
 
-use std::io::Write;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
-use prometheus_common::{get, have, only_site, samples, tool_or_skip, value, Demo, WAIT_BUCKET};
+use prometheus_common::{
+    get, have, only_site, pipe_through, samples, tool_or_skip, value, Demo, WAIT_BUCKET,
+};
 
 const OPENMETRICS: &str =
     "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5";
@@ -42,24 +44,18 @@ fn counters_are_exact_and_cumulative_across_a_reset() {
         );
         // Exactly the forced waits, each in the bucket of ~24 ms.
         let waits = samples_of_waiter(&s);
-        let below = value(
-            &s,
-            "lockmeter_wait_seconds_bucket",
-            &[
-                ("lock", "prom.slow"),
-                ("site", &waits),
-                ("le", &WAIT_BUCKET.0.to_string()),
-            ],
-        );
-        let within = value(
-            &s,
-            "lockmeter_wait_seconds_bucket",
-            &[
-                ("lock", "prom.slow"),
-                ("site", &waits),
-                ("le", &WAIT_BUCKET.1.to_string()),
-            ],
-        );
+        let bucket = |le: f64| {
+            value(
+                &s,
+                "lockmeter_wait_seconds_bucket",
+                &[
+                    ("lock", "prom.slow"),
+                    ("site", &waits),
+                    ("le", &le.to_string()),
+                ],
+            )
+        };
+        let (below, within) = (bucket(WAIT_BUCKET.0), bucket(WAIT_BUCKET.1));
         // None of the forced (>= 24 ms) waits is below the bucket of
         // 24 ms; a loaded machine may stretch some past its upper bound,
         // so only what can be known is asserted: none below, at most all
@@ -177,20 +173,7 @@ fn promtool_accepts_the_text_format() {
     }
     let demo = Demo::start("127.0.0.1:0", &["100", "2", "1"]);
     let body = get(demo.addr, "/metrics", None).body;
-    let mut child = Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(body.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = pipe_through(Command::new("promtool").args(["check", "metrics"]), &body);
     assert!(
         out.status.success(),
         "promtool check metrics failed:\n{}{}",
@@ -225,20 +208,7 @@ print(int(total), len(families))
 "#;
     for (kind, accept) in [("om", Some(OPENMETRICS)), ("text", None)] {
         let body = get(demo.addr, "/metrics", accept).body;
-        let mut child = Command::new("python3")
-            .args(["-c", script, kind])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(body.as_bytes())
-            .unwrap();
-        let out = child.wait_with_output().unwrap();
+        let out = pipe_through(Command::new("python3").args(["-c", script, kind]), &body);
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(
             out.status.success(),

@@ -9,6 +9,7 @@
 //! Skipped when `prometheus` is not installed, unless
 //! `LOCKMETER_REQUIRE_PROMETHEUS=1` (as `.ci/prometheus` sets it).
 
+mod child_common;
 mod export_common;
 mod prometheus_common;
 

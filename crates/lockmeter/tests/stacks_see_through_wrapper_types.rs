@@ -4,13 +4,15 @@
 //! the shim's module named in `skip_frames`, the stacks come apart by the
 //! real callers.
 
+mod common;
+
 use std::hint::black_box;
-use std::sync::{Arc, Barrier};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use common::{all_at_once, observe_with};
 use lockmeter::model::profile::{folded, Metric};
 use lockmeter::model::stacks::Side;
-use tracing_subscriber::prelude::*;
 
 /// Like tokio's loom shim: no `#[track_caller]`, so every lock taken
 /// through it has the shim's call site.
@@ -58,34 +60,24 @@ impl Driver {
 #[test]
 fn the_shims_callers_come_apart_in_stacks() {
     let shim_module = concat!(module_path!(), "::shim::");
-    let layer = lockmeter::Layer::builder()
+    let builder = lockmeter::Layer::builder()
         .stack_rate(Duration::from_micros(10))
-        .skip_frames([shim_module])
-        .build();
-    let handle = layer.handle();
-    let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(layer));
+        .skip_frames([shim_module]);
     let driver = Arc::new(Driver {
         state: shim::Mutex::new("driver.state", 0),
     });
-    let barrier = Arc::new(Barrier::new(2));
-    let threads: Vec<_> = [Driver::park as fn(&Driver), Driver::unpark]
-        .into_iter()
-        .map(|f| {
-            let (driver, barrier, dispatch) = (driver.clone(), barrier.clone(), dispatch.clone());
-            std::thread::spawn(move || {
-                tracing::dispatcher::with_default(&dispatch, || {
-                    barrier.wait();
-                    for _ in 0..150 {
-                        f(&driver);
-                        std::thread::sleep(Duration::from_micros(100));
-                    }
-                })
-            })
-        })
-        .collect();
-    for t in threads {
-        t.join().unwrap();
-    }
+    let (handle, ()) = observe_with(builder, || {
+        all_at_once(
+            &driver,
+            [Driver::park as fn(&Driver), Driver::unpark],
+            |d, f| {
+                for _ in 0..150 {
+                    f(d);
+                    std::thread::sleep(Duration::from_micros(100));
+                }
+            },
+        );
+    });
     let snap = handle.snapshot();
     let lock = snap.lock("driver.state").unwrap();
     assert_eq!(lock.total.acquisitions, 300);

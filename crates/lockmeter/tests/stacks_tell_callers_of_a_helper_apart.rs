@@ -3,15 +3,17 @@
 //! pprof profile (read back by the real `go tool pprof`) name the helper
 //! and both callers, each with its own weight.
 
+mod common;
+
 use std::hint::black_box;
 use std::process::Command;
-use std::sync::{Arc, Barrier};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use common::{all_at_once, observe_with};
 use lockmeter::model::profile::{folded, pprof, Metric};
 use lockmeter::model::stacks::Side;
 use lockmeter::model::Snapshot;
-use tracing_subscriber::prelude::*;
 
 /// Enough rounds that the holder side, which counts one wait in 8, sees
 /// both callers even when the machine is busy.
@@ -69,30 +71,29 @@ fn contended_snapshot() -> Snapshot {
 /// `builder` (stacks sampled at 10 µs), which is dropped before returning
 /// (so its final dump, if any, is written).
 fn run_contended(builder: lockmeter::LayerBuilder) -> Snapshot {
-    let layer = builder.stack_rate(Duration::from_micros(10)).build();
-    let handle = layer.handle();
-    let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(layer));
     let shared = Arc::new(Shared {
         m: lockmeter::Mutex::named("helper.lock", 0),
     });
-    let barrier = Arc::new(Barrier::new(2));
-    let threads: Vec<_> = [from_alpha as fn(&Shared, u32), from_beta]
-        .into_iter()
-        .map(|f| {
-            let (shared, barrier, dispatch) = (shared.clone(), barrier.clone(), dispatch.clone());
-            std::thread::spawn(move || {
-                tracing::dispatcher::with_default(&dispatch, || {
-                    barrier.wait();
-                    f(&shared, ROUNDS);
-                })
-            })
-        })
-        .collect();
-    for t in threads {
-        t.join().unwrap();
-    }
+    let (handle, ()) = observe_with(builder.stack_rate(Duration::from_micros(10)), || {
+        all_at_once(
+            &shared,
+            [from_alpha as fn(&Shared, u32), from_beta],
+            |s, f| f(s, ROUNDS),
+        );
+    });
     assert_eq!(*shared.m.lock(), 2 * u64::from(ROUNDS));
     handle.snapshot()
+}
+
+/// [`run_contended`] with a quiet dump to `path` when the layer is dropped.
+fn dump_contended(path: impl Into<std::path::PathBuf>) {
+    run_contended(
+        lockmeter::Layer::builder().export(
+            lockmeter::export::ExportConfig::default()
+                .dump(path)
+                .quiet(true),
+        ),
+    );
 }
 
 fn shown(snap: &Snapshot, s: &lockmeter::model::stacks::StackSample) -> Vec<String> {
@@ -247,13 +248,7 @@ fn dumps_pick_profile_formats_by_extension() {
     let dir = std::env::temp_dir().join(format!("lockmeter-stack-dumps-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let folded = dir.join("out.folded");
-    run_contended(
-        lockmeter::Layer::builder().export(
-            lockmeter::export::ExportConfig::default()
-                .dump(&folded)
-                .quiet(true),
-        ),
-    );
+    dump_contended(&folded);
     let text = std::fs::read_to_string(&folded).expect("the folded dump was written");
     assert!(
         text.lines()
@@ -265,13 +260,7 @@ fn dumps_pick_profile_formats_by_extension() {
     assert!(holder.contains("helper.lock"), "{holder}");
 
     let svg = dir.join("out.svg");
-    run_contended(
-        lockmeter::Layer::builder().export(
-            lockmeter::export::ExportConfig::default()
-                .dump(&svg)
-                .quiet(true),
-        ),
-    );
+    dump_contended(&svg);
     let svg = std::fs::read_to_string(&svg).expect("the flame graph was written");
     assert!(
         svg.starts_with("<?xml") && svg.contains("from_beta"),
@@ -279,25 +268,13 @@ fn dumps_pick_profile_formats_by_extension() {
     );
 
     let pb = dir.join("out.pb.gz");
-    run_contended(
-        lockmeter::Layer::builder().export(
-            lockmeter::export::ExportConfig::default()
-                .dump(&pb)
-                .quiet(true),
-        ),
-    );
+    dump_contended(&pb);
     let bytes = std::fs::read(&pb).unwrap();
     assert_eq!(&bytes[..2], &[0x1f, 0x8b], "gzip");
     assert!(dir.join("out.holder.pb.gz").exists());
 
     // A directory that does not exist: the dump fails with a message, the
     // program goes on.
-    run_contended(
-        lockmeter::Layer::builder().export(
-            lockmeter::export::ExportConfig::default()
-                .dump(dir.join("no/such/dir/out.pb.gz"))
-                .quiet(true),
-        ),
-    );
+    dump_contended(dir.join("no/such/dir/out.pb.gz"));
     let _ = std::fs::remove_dir_all(&dir);
 }

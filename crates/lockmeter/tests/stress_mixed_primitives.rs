@@ -54,15 +54,19 @@ fn hold(rng: &mut Rng) {
     }
 }
 
+/// Adds one to a counter under its guard, working a while before the
+/// guard drops.
+fn bump_held(mut g: impl std::ops::DerefMut<Target = u64>, rng: &mut Rng) {
+    *g += 1;
+    hold(rng);
+}
+
 /// One random operation; its outcome goes into `t`.
 fn step(l: &Locks, rng: &mut Rng, t: &mut Tally) {
     let short = Duration::from_micros(50 + rng.below(200));
     match rng.below(16) {
         0 => {
-            let mut g = l.spin.lock();
-            *g += 1;
-            hold(rng);
-            drop(g);
+            bump_held(l.spin.lock(), rng);
             tally(t, SPIN, true);
         }
         1 => {
@@ -70,10 +74,7 @@ fn step(l: &Locks, rng: &mut Rng, t: &mut Tally) {
             tally(t, SPIN, g.is_some());
         }
         2 => {
-            let mut g = l.mutex.lock();
-            *g += 1;
-            hold(rng);
-            drop(g);
+            bump_held(l.mutex.lock(), rng);
             tally(t, MUTEX, true);
         }
         3 => {
@@ -92,10 +93,7 @@ fn step(l: &Locks, rng: &mut Rng, t: &mut Tally) {
             tally(t, RW, true);
         }
         6 => {
-            let mut g = l.rw.write();
-            *g += 1;
-            hold(rng);
-            drop(g);
+            bump_held(l.rw.write(), rng);
             tally(t, RW, true);
         }
         7 => {

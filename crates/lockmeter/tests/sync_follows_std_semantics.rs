@@ -13,7 +13,7 @@ use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::Duration;
 
-use common::{lock, observe, spawn_observed};
+use common::{lock, observe, on_each, spawn_observed};
 use lockmeter::sync::{Condvar, Mutex, RwLock, TryLockError};
 
 /// Panics in a thread while holding `m`'s guard; the join reports it.
@@ -206,17 +206,11 @@ fn poisoned_acquisitions_are_counted() {
             panic!("poisons");
         })
         .join();
-        let ts: Vec<_> = (0..THREADS)
-            .map(|_| {
-                let m = m.clone();
-                spawn_observed(move || {
-                    for _ in 0..ITERS {
-                        *m.lock().unwrap_or_else(|e| e.into_inner()) += 1;
-                    }
-                })
-            })
-            .collect();
-        ts.into_iter().for_each(|t| t.join().unwrap());
+        on_each(THREADS, &m, |m, _| {
+            for _ in 0..ITERS {
+                *m.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+            }
+        });
         assert!(m.is_poisoned());
         assert!(matches!(m.try_lock(), Err(TryLockError::Poisoned(_))));
     });

@@ -25,7 +25,7 @@ use lockmeter::Handle;
 use lockmeter_model::Snapshot;
 use serde::{Deserialize, Serialize};
 
-use crate::report::{fixed, Outcome, TextTable, VariantRun};
+use crate::report::{fixed, Outcome, TextTable};
 use server::{Server, ServerConfig};
 
 /// The big lock.
@@ -136,12 +136,11 @@ impl Results {
 /// Measures every variant with every pool size; keeps the snapshots of
 /// the largest pool.
 pub fn run(cfg: &Config, handle: &Handle) -> io::Result<Outcome<Results>> {
-    let mut results = Results {
+    let mut out = Outcome::new(Results {
         copy_passes: cfg.copy_passes,
         concurrency: cfg.concurrency,
         rows: Vec::new(),
-    };
-    let mut runs = Vec::new();
+    });
     let largest = cfg.workers.iter().copied().max().unwrap_or(1);
     for &workers in &cfg.workers {
         for &variant in &cfg.variants {
@@ -152,21 +151,17 @@ pub fn run(cfg: &Config, handle: &Handle) -> io::Result<Outcome<Results>> {
             );
             let (row, snap) = run_one(variant, workers, cfg, handle)?;
             if workers == largest {
-                runs.push(VariantRun {
-                    variant: variant.name().to_string(),
-                    title: format!("{variant}, {workers} workers"),
-                    snapshot: snap,
-                    filter: Some(BKL.to_string()),
-                });
+                out.keep_run(
+                    variant.name(),
+                    format!("{variant}, {workers} workers"),
+                    snap,
+                    BKL,
+                );
             }
-            results.rows.push(row);
+            out.results.rows.push(row);
         }
     }
-    Ok(Outcome {
-        results,
-        runs,
-        notes: Vec::new(),
-    })
+    Ok(out)
 }
 
 /// One measurement: start a server, load it, stop it.

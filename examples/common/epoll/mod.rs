@@ -39,7 +39,7 @@ use lockmeter::{Handle, SpinLock, WaitQueue, WakeOrder};
 use lockmeter_model::{LockKind, Snapshot};
 use serde::{Deserialize, Serialize};
 
-use crate::report::{fixed, Outcome, TextTable, VariantRun};
+use crate::report::{fixed, Outcome, TextTable};
 use crate::{affinity, meter};
 
 /// The ready list's own lock (nested variant).
@@ -214,23 +214,13 @@ pub fn run(cfg: &Config, handle: &Handle) -> io::Result<Outcome<Results>> {
             *snap = Some(s);
         }
     }
-    let mut results = Results::default();
-    let mut runs = Vec::new();
+    let mut out = Outcome::new(Results::default());
     for (variant, rates, snap) in per_variant {
         let Some(snap) = snap else { continue };
-        results.rows.push(row(variant, cfg, rates, &snap));
-        runs.push(VariantRun {
-            variant: variant.name().to_string(),
-            title: format!("{variant}"),
-            snapshot: snap,
-            filter: Some("ep.".to_string()),
-        });
+        out.results.rows.push(row(variant, cfg, rates, &snap));
+        out.keep_run(variant.name(), format!("{variant}"), snap, "ep.");
     }
-    Ok(Outcome {
-        results,
-        runs,
-        notes: Vec::new(),
-    })
+    Ok(out)
 }
 
 fn row(variant: Variant, cfg: &Config, rates: Vec<f64>, snap: &Snapshot) -> Row {

@@ -8,12 +8,41 @@ use crate::{bkl, epoll, herd, keyed, pipe};
 
 use super::SEED_HERD_SMP;
 
-fn table(out: &mut String, headers: &[&str], rows: &[Vec<String>]) {
+/// A Markdown table: a header line, its rule, a line per row.
+fn table(headers: &[&str], rows: impl IntoIterator<Item = Vec<String>>) -> String {
+    let mut out = String::new();
     let _ = writeln!(out, "| {} |", headers.join(" | "));
     let _ = writeln!(out, "|{}", "---|".repeat(headers.len()));
     for r in rows {
         let _ = writeln!(out, "| {} |", r.join(" | "));
     }
+    out
+}
+
+/// A column: its header, and the cell it makes of a row.
+type Column<'a, R> = (&'a str, fn(&R) -> String);
+
+/// A table with a line per row of `rows`, a cell per column.
+fn columns<R>(rows: &[R], cols: &[Column<'_, R>]) -> String {
+    let headers: Vec<&str> = cols.iter().map(|(h, _)| *h).collect();
+    table(
+        &headers,
+        rows.iter()
+            .map(|r| cols.iter().map(|(_, cell)| cell(r)).collect()),
+    )
+}
+
+/// A percentage cell.
+fn pct(x: f64, digits: usize) -> String {
+    format!("{}%", fixed(x, digits))
+}
+
+/// Every run's figure, comma-separated.
+fn each_run(xs: &[f64], digits: usize) -> String {
+    xs.iter()
+        .map(|x| fixed(*x, digits))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Seconds per 10,000 connections, with the seed's SMP numbers.
@@ -44,9 +73,7 @@ pub fn herd(report: &Report<herd::Results>) -> String {
         );
         rows.push(cells);
     }
-    let mut out = String::new();
     table(
-        &mut out,
         &[
             "servers",
             "original SMP s (unpatched / patched)",
@@ -58,171 +85,90 @@ pub fn herd(report: &Report<herd::Results>) -> String {
             "LIFO",
             "wake-all conns run",
         ],
-        &rows,
-    );
-    out
+        rows,
+    )
 }
 
 /// Round-trip latency per placement.
 pub fn keyed(report: &Report<keyed::Results>) -> String {
-    let rows: Vec<Vec<String>> = report
-        .results
-        .rows
-        .iter()
-        .map(|r| {
-            vec![
-                r.placement.to_string(),
-                r.variant.to_string(),
-                fixed(r.rtt_p50_us, 1),
-                fixed(r.rtt_mean_us, 1),
-                fixed(r.rtt_p99_us, 0),
-                fixed(r.wakeups_per_round_trip, 2),
-                fixed(r.spurious_per_round_trip, 2),
-                if r.pinned { "yes" } else { "no" }.into(),
-            ]
-        })
-        .collect();
-    let mut out = String::new();
-    table(
-        &mut out,
+    columns(
+        &report.results.rows,
         &[
-            "placement",
-            "wakeups",
-            "RTT p50 µs",
-            "mean µs",
-            "p99 µs",
-            "wakeups/RT",
-            "spurious/RT",
-            "pinned",
+            ("placement", |r| r.placement.to_string()),
+            ("wakeups", |r| r.variant.to_string()),
+            ("RTT p50 µs", |r| fixed(r.rtt_p50_us, 1)),
+            ("mean µs", |r| fixed(r.rtt_mean_us, 1)),
+            ("p99 µs", |r| fixed(r.rtt_p99_us, 0)),
+            ("wakeups/RT", |r| fixed(r.wakeups_per_round_trip, 2)),
+            ("spurious/RT", |r| fixed(r.spurious_per_round_trip, 2)),
+            ("pinned", |r| if r.pinned { "yes" } else { "no" }.into()),
         ],
-        &rows,
-    );
-    out
+    )
 }
 
 /// Pipe times next to the seed's.
 pub fn pipe(report: &Report<pipe::Results>) -> String {
-    let rows: Vec<Vec<String>> = report
-        .results
-        .rows
-        .iter()
-        .map(|r| {
-            vec![
-                r.variant.to_string(),
+    columns(
+        &report.results.rows,
+        &[
+            ("guard", |r| r.variant.to_string()),
+            ("original s", |r| {
                 match r.variant {
                     pipe::Variant::Semaphore => "5.7",
                     pipe::Variant::Spinlock => "1.9",
                 }
-                .into(),
-                fixed(r.seconds, 3),
-                format!("{}%", fixed(r.guard_con_pct, 2)),
-                r.guard_sleeps.to_string(),
-                format!("{}%", fixed(r.sem_lock_con_pct, 2)),
-                r.in_order.to_string(),
-                r.runs_seconds
-                    .iter()
-                    .map(|x| fixed(*x, 3))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            ]
-        })
-        .collect();
-    let mut out = String::new();
-    table(
-        &mut out,
-        &[
-            "guard",
-            "original s",
-            "ours s",
-            "guard CON",
-            "guard sleeps",
-            "pipe.sem.lock CON",
-            "in order",
-            "every run s",
+                .into()
+            }),
+            ("ours s", |r| fixed(r.seconds, 3)),
+            ("guard CON", |r| pct(r.guard_con_pct, 2)),
+            ("guard sleeps", |r| r.guard_sleeps.to_string()),
+            ("pipe.sem.lock CON", |r| pct(r.sem_lock_con_pct, 2)),
+            ("in order", |r| r.in_order.to_string()),
+            ("every run s", |r| each_run(&r.runs_seconds, 3)),
         ],
-        &rows,
-    );
-    out
+    )
 }
 
 /// Throughput and acquisitions per event.
 pub fn epoll(report: &Report<epoll::Results>) -> String {
-    let rows: Vec<Vec<String>> = report
-        .results
-        .rows
-        .iter()
-        .map(|r| {
-            vec![
-                r.variant.to_string(),
+    columns(
+        &report.results.rows,
+        &[
+            ("variant", |r| r.variant.to_string()),
+            ("original hits/s", |r| {
                 match r.variant {
                     epoll::Variant::NestedLocks => "14350",
                     epoll::Variant::LockedOps => "15300",
                 }
-                .into(),
-                fixed(r.hits_per_sec, 0),
-                fixed(r.best_hits_per_sec, 0),
-                r.runs_hits_per_sec
-                    .iter()
-                    .map(|x| fixed(*x, 0))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                r.lock_acquisitions.to_string(),
-                fixed(r.acquisitions_per_event, 3),
-                r.sleeps.to_string(),
-            ]
-        })
-        .collect();
-    let mut out = String::new();
-    table(
-        &mut out,
-        &[
-            "variant",
-            "original hits/s",
-            "ours median",
-            "ours best",
-            "every run",
-            "lock acquisitions",
-            "per event",
-            "sleeps",
+                .into()
+            }),
+            ("ours median", |r| fixed(r.hits_per_sec, 0)),
+            ("ours best", |r| fixed(r.best_hits_per_sec, 0)),
+            ("every run", |r| each_run(&r.runs_hits_per_sec, 0)),
+            ("lock acquisitions", |r| r.lock_acquisitions.to_string()),
+            ("per event", |r| fixed(r.acquisitions_per_event, 3)),
+            ("sleeps", |r| r.sleeps.to_string()),
         ],
-        &rows,
-    );
-    out
+    )
 }
 
 /// Requests/s per pool size.
 pub fn bkl(report: &Report<bkl::Results>) -> String {
-    let rows: Vec<Vec<String>> = report
-        .results
-        .rows
-        .iter()
-        .map(|r| {
-            vec![
-                r.workers.to_string(),
-                r.variant.to_string(),
-                fixed(r.requests_per_sec, 0),
-                r.errors.to_string(),
-                format!("{}%", fixed(r.bkl_util_pct, 1)),
-                format!("{}%", fixed(r.bkl_con_pct, 1)),
-                crate::report::fixed(r.bkl_hold_mean_ns as f64 / 1e3, 2),
-                format!("{}%", fixed(r.top_site_hold_share_pct, 1)),
-            ]
-        })
-        .collect();
-    let mut out = String::new();
-    table(
-        &mut out,
+    columns(
+        &report.results.rows,
         &[
-            "workers",
-            "variant",
-            "req/s",
-            "errors",
-            "bkl UTIL",
-            "bkl CON",
-            "hold mean µs",
-            "top site's share of hold",
+            ("workers", |r| r.workers.to_string()),
+            ("variant", |r| r.variant.to_string()),
+            ("req/s", |r| fixed(r.requests_per_sec, 0)),
+            ("errors", |r| r.errors.to_string()),
+            ("bkl UTIL", |r| pct(r.bkl_util_pct, 1)),
+            ("bkl CON", |r| pct(r.bkl_con_pct, 1)),
+            ("hold mean µs", |r| {
+                fixed(r.bkl_hold_mean_ns as f64 / 1e3, 2)
+            }),
+            ("top site's share of hold", |r| {
+                pct(r.top_site_hold_share_pct, 1)
+            }),
         ],
-        &rows,
-    );
-    out
+    )
 }

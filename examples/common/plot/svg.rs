@@ -125,12 +125,11 @@ impl BarChart {
         let bar_w = slot * 0.8 / bars;
         for (g, name) in self.groups.iter().enumerate() {
             let x0 = LEFT + slot * g as f64 + slot * 0.1;
-            let _ = writeln!(
-                svg,
-                "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
-                LEFT + slot * (g as f64 + 0.5),
-                HEIGHT - BOTTOM + 18.0,
-                esc(name)
+            text(
+                &mut svg,
+                (LEFT + slot * (g as f64 + 0.5), HEIGHT - BOTTOM + 18.0),
+                "middle",
+                &esc(name),
             );
             for (i, (_, values)) in self.series.iter().enumerate() {
                 let Some(&v) = values.get(g) else { continue };
@@ -272,13 +271,7 @@ fn frame(svg: &mut String, x: &Axis, y: &Axis, x_label: &str, y_label: &str) {
             svg,
             "<line x1=\"{x0}\" y1=\"{py:.1}\" x2=\"{x1}\" y2=\"{py:.1}\" stroke=\"#ddd\"/>"
         );
-        let _ = writeln!(
-            svg,
-            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
-            x0 - 6.0,
-            py + 4.0,
-            short(t)
-        );
+        text(svg, (x0 - 6.0, py + 4.0), "end", &short(t));
     }
     for &t in &x.ticks {
         let px = x.px(t);
@@ -286,24 +279,18 @@ fn frame(svg: &mut String, x: &Axis, y: &Axis, x_label: &str, y_label: &str) {
             svg,
             "<line x1=\"{px:.1}\" y1=\"{y0}\" x2=\"{px:.1}\" y2=\"{y1}\" stroke=\"#eee\"/>"
         );
-        let _ = writeln!(
-            svg,
-            "<text x=\"{px:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
-            y0 + 16.0,
-            short(t)
-        );
+        text(svg, (px, y0 + 16.0), "middle", &short(t));
     }
     let _ = writeln!(
         svg,
         "<polyline fill=\"none\" stroke=\"#333\" points=\"{x0},{y1} {x0},{y0} {x1},{y0}\"/>"
     );
     if !x_label.is_empty() {
-        let _ = writeln!(
+        text(
             svg,
-            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
-            (x0 + x1) / 2.0,
-            HEIGHT - 14.0,
-            esc(x_label)
+            ((x0 + x1) / 2.0, HEIGHT - 14.0),
+            "middle",
+            &esc(x_label),
         );
     }
     let _ = writeln!(
@@ -311,6 +298,15 @@ fn frame(svg: &mut String, x: &Axis, y: &Axis, x_label: &str, y_label: &str) {
         "<text transform=\"translate(18,{:.1}) rotate(-90)\" text-anchor=\"middle\">{}</text>",
         (y0 + y1) / 2.0,
         esc(y_label)
+    );
+}
+
+/// A label at `(x, y)`, anchored `anchor` (`start`, `middle`, `end`);
+/// `content` is already escaped.
+fn text(svg: &mut String, (x, y): (f64, f64), anchor: &str, content: &str) {
+    let _ = writeln!(
+        svg,
+        "<text x=\"{x:.1}\" y=\"{y:.1}\" text-anchor=\"{anchor}\">{content}</text>"
     );
 }
 

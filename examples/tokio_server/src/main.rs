@@ -4,18 +4,28 @@
 //! parking_lot compat crate.
 //!
 //! Protocol: one line `INCR <key>` per request, answered by the new value.
-//! Per request the server takes, exactly once each:
-//! - the keyspace lock (`parking_lot::Mutex`, created in this file);
+//! Each request line is read under an idle timeout (a timer entry in
+//! tokio's time driver) and its increment runs on tokio's blocking pool
+//! (`spawn_blocking`, as CPU-bound work should), so the runtime's own locks
+//! (blocking pool, scheduler inject queue and idle set, timer wheel, I/O
+//! driver) are taken from many places in tokio's source, by four workers
+//! and the blocking threads at once: where they wait is what the stacks
+//! tell apart. Per request the server takes, exactly once each:
+//! - the keyspace lock (`parking_lot::Mutex`, created in this file), on a
+//!   blocking thread;
 //! - tokio's `watch` channel lock for writing (`send_replace` of the
 //!   request count): a `parking_lot::RwLock` inside tokio;
 //! - a `static` `tokio::sync::Notify`'s waiter list (`notify_waiters`): a
 //!   `parking_lot::const_mutex` inside tokio.
 //!
 //! `tokio_server [CLIENTS] [REQUESTS_PER_CLIENT]` prints
-//! `requests=<N>` and exits; set `LOCKMETER_DUMP=x.json` for the table.
+//! `requests=<N>` and exits; set `LOCKMETER_DUMP=x.json` for the table,
+//! `x.folded` or `x.pb.gz` for the stacks (`LOCKMETER_STACK_RATE=1` to
+//! capture every contended wait, the short ones included).
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
@@ -24,6 +34,9 @@ use tracing_subscriber::prelude::*;
 
 /// Woken on every request, for anyone who waits for activity.
 static ACTIVITY: Notify = Notify::const_new();
+
+/// How long a connection may stay silent between requests.
+const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 
 struct State {
     keyspace: parking_lot::Mutex<HashMap<String, u64>>,
@@ -42,13 +55,34 @@ fn main() {
         .init();
 
     let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+        .worker_threads(4)
         .enable_io()
+        .enable_time()
         .build()
         .expect("runtime");
     let served = rt.block_on(run(clients, per_client));
     drop(rt);
+    dump_now();
     println!("requests={served}");
+}
+
+/// Writes the `LOCKMETER_DUMP` file now, on this thread, if one is asked
+/// for. The dump at exit has a budget of a few seconds (exit must not
+/// hang), and resolving the stacks' frames in a debug build on a busy
+/// machine can take longer; this one has no deadline, and the frames it
+/// resolves are cached for the dump at exit, which writes the file again.
+fn dump_now() {
+    tracing::dispatcher::get_default(|d| {
+        let exporter = d
+            .downcast_ref::<lockmeter::Layer>()
+            .and_then(lockmeter::Layer::exporter);
+        if let Some(Err(e)) = exporter
+            .filter(|e| e.dump_path().is_some())
+            .map(|e| e.dump_now())
+        {
+            eprintln!("tokio_server: cannot write the dump: {e}");
+        }
+    });
 }
 
 fn parse(arg: Option<String>, default: u64, what: &str) -> u64 {
@@ -99,15 +133,18 @@ async fn run(clients: u64, per_client: u64) -> u64 {
 async fn serve(conn: TcpStream, state: Arc<State>) {
     let (rd, mut wr) = conn.into_split();
     let mut lines = BufReader::new(rd).lines();
-    while let Some(line) = lines.next_line().await.expect("read request") {
+    loop {
+        let line = match tokio::time::timeout(IDLE_TIMEOUT, lines.next_line()).await {
+            Ok(line) => line.expect("read request"),
+            Err(_) => break, // idle too long: hang up
+        };
+        let Some(line) = line else { break };
         let reply = match line.strip_prefix("INCR ") {
             Some(key) => {
-                let value = {
-                    let mut keys = state.keyspace.lock();
-                    let v = keys.entry(key.to_owned()).or_insert(0);
-                    *v += 1;
-                    *v
-                };
+                let (key, st) = (key.to_owned(), Arc::clone(&state));
+                let value = tokio::task::spawn_blocking(move || incr(&st, key))
+                    .await
+                    .expect("increment");
                 state.served.send_modify(|n| *n += 1);
                 ACTIVITY.notify_waiters();
                 format!("{value}\n")
@@ -116,6 +153,14 @@ async fn serve(conn: TcpStream, state: Arc<State>) {
         };
         wr.write_all(reply.as_bytes()).await.expect("write reply");
     }
+}
+
+/// The increment itself, on a blocking thread.
+fn incr(state: &State, key: String) -> u64 {
+    let mut keys = state.keyspace.lock();
+    let v = keys.entry(key).or_insert(0);
+    *v += 1;
+    *v
 }
 
 async fn client(addr: std::net::SocketAddr, id: u64, requests: u64) {

@@ -2,7 +2,8 @@
 //! dumps a table in which tokio's own locks appear, classed by their
 //! creation sites in tokio's source, with the counts the program can know
 //! exactly: one keyspace lock, one `watch` write and one `Notify` waiter
-//! list lock per request.
+//! list lock per request. Dumped as folded stacks, the same locks come
+//! apart by their real callers in tokio's source.
 
 use std::path::Path;
 use std::process::Command;
@@ -16,14 +17,16 @@ const REQUESTS: u64 = CLIENTS * PER_CLIENT;
 /// tokio wraps every parking_lot lock in this one file.
 const TOKIO_WRAPPER: &str = "src/loom/std/parking_lot.rs";
 
-fn run_server() -> Snapshot {
-    let dir = std::env::temp_dir().join(format!("tokio_server_test_{}", std::process::id()));
+/// Runs the server with `LOCKMETER_DUMP=<scratch>/<dump>` and `env`; the
+/// text of each of `read` (files beside the dump) it wrote at exit.
+fn run_server(dump: &str, env: &[(&str, &str)], read: &[&str]) -> Vec<String> {
+    let dir = std::env::temp_dir().join(format!("tokio_server_test_{}_{dump}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let dump = dir.join("dump.json");
     let out = Command::new(env!("CARGO_BIN_EXE_tokio_server"))
         .args([CLIENTS.to_string(), PER_CLIENT.to_string()])
-        .env("LOCKMETER_DUMP", &dump)
+        .env("LOCKMETER_DUMP", dir.join(dump))
         .env("LOCKMETER_QUIET", "1")
+        .envs(env.iter().copied())
         .output()
         .expect("run tokio_server");
     assert!(
@@ -35,8 +38,24 @@ fn run_server() -> Snapshot {
         String::from_utf8_lossy(&out.stdout).trim(),
         format!("requests={REQUESTS}")
     );
-    let text = std::fs::read_to_string(&dump).expect("the dump was written at exit");
+    let texts = read
+        .iter()
+        .map(|f| {
+            std::fs::read_to_string(dir.join(f)).unwrap_or_else(|e| {
+                panic!(
+                    "{f} was not written at exit: {e}; stderr: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                )
+            })
+        })
+        .collect();
     std::fs::remove_dir_all(&dir).ok();
+    texts
+}
+
+/// The table, dumped as JSON.
+fn run_server_for_table() -> Snapshot {
+    let text = run_server("dump.json", &[], &["dump.json"]).remove(0);
     lockmeter_model::parse_snapshot(&text).expect("a valid snapshot")
 }
 
@@ -67,7 +86,7 @@ fn sum_sites(l: &LockStats, mode: Option<&str>) -> u64 {
 
 #[test]
 fn tokio_internal_locks_are_in_the_table_with_exact_counts() {
-    let snap = run_server();
+    let snap = run_server_for_table();
     let tokio = tokio_classes(&snap);
     let ids: Vec<_> = snap.locks.iter().map(|l| (&l.id, l.kind)).collect();
     assert!(
@@ -139,4 +158,92 @@ fn tokio_internal_locks_are_in_the_table_with_exact_counts() {
         .unwrap_or_else(|| panic!("no tokio Mutex::new class; have {ids:?}"));
     assert!(runtime.total.acquisitions > 0);
     assert!(runtime.instances > 1, "{} instances", runtime.instances);
+}
+
+/// One line of a folded dump: `[lock NAME];outermost;…;leaf WEIGHT`.
+struct Folded<'a> {
+    lock: &'a str,
+    /// Outermost first; the last is the frame that took the lock.
+    frames: Vec<&'a str>,
+}
+
+fn folded(text: &str) -> Vec<Folded<'_>> {
+    text.lines()
+        .map(|l| {
+            let (stack, weight) = l.rsplit_once(' ').expect("a weight");
+            assert!(weight.parse::<u64>().is_ok_and(|w| w > 0), "weight of {l}");
+            let mut parts = stack.split(';');
+            let lock = parts.next().unwrap();
+            let lock = lock
+                .strip_prefix("[lock ")
+                .and_then(|l| l.strip_suffix(']'))
+                .unwrap_or_else(|| panic!("no lock root in {l}"));
+            Folded {
+                lock,
+                frames: parts.collect(),
+            }
+        })
+        .collect()
+}
+
+/// With every contended wait captured (`LOCKMETER_STACK_RATE=1`), the
+/// stacks of tokio's `Mutex::new` class, one row in the table, name many
+/// different callers in tokio's source (blocking pool, scheduler, timer
+/// wheel, ...), and the holders' stacks name tokio's callers too: the
+/// default skip list folds away tokio's loom shim, the compat crate,
+/// lock_api and lockmeter, and the frame that took the lock is tokio's
+/// own caller.
+#[test]
+fn tokio_locks_come_apart_by_their_callers_in_tokio_source() {
+    let texts = run_server(
+        "stacks.folded",
+        &[("LOCKMETER_STACK_RATE", "1")],
+        &["stacks.folded", "stacks.holder.folded"],
+    );
+    let skip: Vec<String> = lockmeter::DEFAULT_SKIP_FRAMES
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    for (side, text) in ["waiter", "holder"].iter().zip(&texts) {
+        let lines = folded(text);
+        for l in &lines {
+            for f in &l.frames {
+                assert!(
+                    !lockmeter_model::stacks::in_module(f, &skip),
+                    "{side}: wrapper frame {f} not folded away under {}",
+                    l.lock
+                );
+            }
+        }
+        let runtime: Vec<&Folded> = lines
+            .iter()
+            .filter(|l| {
+                l.lock.contains("/tokio-")
+                    && l.lock.contains(TOKIO_WRAPPER)
+                    && source_line(l.lock).contains("Mutex::new(")
+            })
+            .collect();
+        let mut callers = std::collections::BTreeSet::new();
+        for l in &runtime {
+            let leaf = *l.frames.last().expect("a frame");
+            if l.frames.len() == 1 && leaf.contains(TOKIO_WRAPPER) {
+                continue; // the call site's remainder (waits not captured)
+            }
+            assert!(
+                leaf.starts_with("tokio::"),
+                "{side}: a stack of {} is taken by {leaf}, not by tokio: {:?}",
+                l.lock,
+                l.frames
+            );
+            callers.insert(leaf);
+        }
+        // The holder side counts one wait in 8 (lockmeter's blame
+        // sampling), so it sees fewer stacks: there, one is enough.
+        let want = if *side == "waiter" { 3 } else { 1 };
+        assert!(
+            callers.len() >= want,
+            "{side}: tokio's runtime mutexes come apart by only {} callers: {callers:?}\n{text}",
+            callers.len()
+        );
+    }
 }

@@ -86,22 +86,14 @@ mod tests {
     fn snap(ids: &[(&str, f64)]) -> Snapshot {
         let mut s = Snapshot::empty(ProcessInfo::default(), "mock");
         for &(id, con) in ids {
-            s.locks.push(LockStats {
-                id: id.into(),
-                display_name: None,
-                kind: LockKind::Spinlock,
-                created_at: String::new(),
-                instances: 1,
-                parent: None,
-                // CON `con`, to a tenth of a percent.
-                total: Stats {
-                    acquisitions: 1000,
-                    contended: (con * 10.0).round() as u64,
-                    ..Stats::default()
-                },
-                sites: vec![],
-                holders: vec![],
-            });
+            // CON `con`, to a tenth of a percent.
+            let total = Stats {
+                acquisitions: 1000,
+                contended: (con * 10.0).round() as u64,
+                ..Stats::default()
+            };
+            s.locks
+                .push(LockStats::new(id, LockKind::Spinlock, total, vec![]));
         }
         s
     }

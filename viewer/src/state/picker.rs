@@ -11,7 +11,7 @@ pub struct Entry {
 }
 
 /// The list and which entry is selected.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Picker {
     pub entries: Vec<Entry>,
     pub selected: usize,

@@ -52,23 +52,19 @@ pub fn interval(cumulative: &Snapshot, prev: &Snapshot) -> Snapshot {
     }
 }
 
-/// Position and play state within a recording.
+/// The frames of a recording and the position within them. Whether it
+/// plays is the app's one pause flag (`ViewState::paused`).
 #[derive(Debug, Clone)]
 pub struct Playback {
     frames: Vec<Frame>,
     pos: usize,
-    pub playing: bool,
 }
 
 impl Playback {
     /// Starts on the last frame: the whole recording at a glance.
     pub fn new(frames: Vec<Frame>) -> Playback {
         let pos = frames.len().saturating_sub(1);
-        Playback {
-            frames,
-            pos,
-            playing: false,
-        }
+        Playback { frames, pos }
     }
 
     pub fn len(&self) -> usize {
@@ -101,25 +97,9 @@ impl Playback {
         self.seek(target)
     }
 
-    /// Starts or stops playing. Playing from the last frame starts over.
-    pub fn toggle_play(&mut self) {
-        self.playing = !self.playing;
-        if self.playing && self.pos + 1 >= self.frames.len() {
-            self.pos = 0;
-        }
-    }
-
-    /// One playback step; stops at the end. Whether the position changed.
-    pub fn tick(&mut self) -> bool {
-        if !self.playing {
-            return false;
-        }
-        if self.pos + 1 >= self.frames.len() {
-            self.playing = false;
-            return false;
-        }
-        self.pos += 1;
-        true
+    /// Whether the position is the last frame: playing stops there.
+    pub fn at_end(&self) -> bool {
+        self.pos + 1 >= self.frames.len()
     }
 
     /// The sparkline history up to and including the current frame.
@@ -157,21 +137,13 @@ mod tests {
             end_unix_ns: end,
             elapsed_ns: end - start,
         };
-        s.locks.push(LockStats {
-            id: "a".into(),
-            display_name: None,
-            kind: LockKind::Mutex,
-            created_at: String::new(),
-            instances: 1,
-            parent: None,
-            total: Stats {
-                acquisitions: acq,
-                nowait: acq,
-                ..Stats::default()
-            },
-            sites: vec![],
-            holders: vec![],
-        });
+        let total = Stats {
+            acquisitions: acq,
+            nowait: acq,
+            ..Stats::default()
+        };
+        s.locks
+            .push(LockStats::new("a", LockKind::Mutex, total, vec![]));
         s
     }
 
@@ -213,7 +185,7 @@ mod tests {
     }
 
     #[test]
-    fn stepping_clamps_and_playing_stops_at_the_end() {
+    fn stepping_clamps_at_both_ends() {
         let mut p = Playback::new(frames_from(vec![
             snap(0, 10, 1),
             snap(10, 20, 1),
@@ -223,12 +195,10 @@ mod tests {
         assert!(!p.step(5));
         assert!(p.step(-10));
         assert_eq!(p.pos(), 0);
-        p.seek(2);
-        p.toggle_play();
-        assert_eq!(p.pos(), 0, "playing from the end starts over");
-        assert!(p.tick() && p.tick());
-        assert!(!p.tick());
-        assert!(!p.playing);
+        assert!(!p.at_end());
+        assert!(p.step(1) && p.step(1));
+        assert!(p.at_end());
+        assert!(!p.step(1));
         assert_eq!(p.offset_ns(2), 30);
         assert_eq!(p.history().len(), 3);
     }

@@ -17,6 +17,8 @@ pub enum RowId {
         lock: String,
         site: String,
         mode: Option<String>,
+        /// The process, in a table merged over processes.
+        pid: Option<u32>,
     },
     Holder {
         lock: String,
@@ -69,6 +71,7 @@ impl Row<'_> {
                 lock: lock.id.clone(),
                 site: site.site.clone(),
                 mode: site.mode.clone(),
+                pid: site.pid,
             }),
             Row::Holder { lock, holder, .. } => Some(RowId::Holder {
                 lock: lock.id.clone(),

@@ -46,6 +46,19 @@ fn lock_names(app: &App) -> Vec<String> {
         .collect()
 }
 
+/// The recording fixture opened in the app, and its number of frames.
+fn recording_app() -> (App, usize) {
+    let rec = parse_recording(include_str!("../../tests/fixtures/recording.jsonl")).unwrap();
+    let n = rec.frames.len();
+    let app = App::for_recording(
+        "recording.jsonl",
+        frames_from(rec.frames),
+        TableOptions::default(),
+        Duration::from_secs(1),
+    );
+    (app, n)
+}
+
 fn selected_lock(app: &App) -> String {
     app.selected_lock()
         .map(|l| l.id.clone())
@@ -55,31 +68,31 @@ fn selected_lock(app: &App) -> String {
 #[test]
 fn sort_keys_cycle_both_ways_and_invert() {
     let mut app = dump_app();
-    assert_eq!(app.opts.sort, SortKey::By(Metric::Util));
+    assert_eq!(app.view.opts.sort, SortKey::By(Metric::Util));
     typ(&mut app, 's');
-    assert_eq!(app.opts.sort, SortKey::By(Metric::Con));
+    assert_eq!(app.view.opts.sort, SortKey::By(Metric::Con));
     typ(&mut app, '>');
-    assert_eq!(app.opts.sort, SortKey::By(Metric::HoldMean));
+    assert_eq!(app.view.opts.sort, SortKey::By(Metric::HoldMean));
     typ(&mut app, '<');
     typ(&mut app, '<');
-    assert_eq!(app.opts.sort, SortKey::By(Metric::Util));
+    assert_eq!(app.view.opts.sort, SortKey::By(Metric::Util));
     typ(&mut app, '<');
-    assert_eq!(app.opts.sort, SortKey::Name, "wraps around");
-    assert!(!app.opts.descending, "names sort A to Z");
+    assert_eq!(app.view.opts.sort, SortKey::Name, "wraps around");
+    assert!(!app.view.opts.descending, "names sort A to Z");
     let first = lock_names(&app)[0].clone();
     typ(&mut app, 'i');
-    assert!(app.opts.descending);
+    assert!(app.view.opts.descending);
     assert_ne!(lock_names(&app)[0], first);
 }
 
 #[test]
 fn enter_expands_then_opens_the_detail_pane() {
     let mut app = dump_app();
-    app.selected = Some(RowId::Lock("bkl".into()));
+    app.view.selected = Some(RowId::Lock("bkl".into()));
     let before = app.rows().len();
     press(&mut app, KeyCode::Enter);
-    assert!(app.expanded.contains("bkl"));
-    assert!(!app.detail);
+    assert!(app.view.expanded.contains("bkl"));
+    assert_ne!(app.view.overlay, Overlay::Detail);
     let rows = app.rows();
     assert!(rows.len() > before);
     assert!(rows
@@ -89,30 +102,30 @@ fn enter_expands_then_opens_the_detail_pane() {
         .iter()
         .any(|r| matches!(r, Row::Holder { lock, .. } if lock.id == "bkl")));
     press(&mut app, KeyCode::Enter);
-    assert!(app.detail);
+    assert_eq!(app.view.overlay, Overlay::Detail);
     assert_eq!(selected_lock(&app), "bkl");
     press(&mut app, KeyCode::Esc);
-    assert!(!app.detail);
+    assert_ne!(app.view.overlay, Overlay::Detail);
     press(&mut app, KeyCode::Tab);
-    assert!(app.detail);
+    assert_eq!(app.view.overlay, Overlay::Detail);
 }
 
 #[test]
 fn collapsing_from_a_site_row_goes_back_to_its_lock() {
     let mut app = dump_app();
-    app.selected = Some(RowId::Lock("bkl".into()));
+    app.view.selected = Some(RowId::Lock("bkl".into()));
     typ(&mut app, 'l');
     typ(&mut app, 'j');
     assert!(
-        matches!(app.selected, Some(RowId::Site { .. })),
+        matches!(app.view.selected, Some(RowId::Site { .. })),
         "{:?}",
-        app.selected
+        app.view.selected
     );
     typ(&mut app, 'h');
-    assert_eq!(app.selected, Some(RowId::Lock("bkl".into())));
-    assert!(app.expanded.contains("bkl"));
+    assert_eq!(app.view.selected, Some(RowId::Lock("bkl".into())));
+    assert!(app.view.expanded.contains("bkl"));
     typ(&mut app, 'h');
-    assert!(!app.expanded.contains("bkl"));
+    assert!(!app.view.expanded.contains("bkl"));
 }
 
 #[test]
@@ -145,7 +158,7 @@ fn filter_narrows_as_you_type_and_escape_clears_it() {
     for c in "accept".chars() {
         typ(&mut app, c);
     }
-    assert_eq!(app.opts.filter.as_deref(), Some("accept"));
+    assert_eq!(app.view.opts.filter.as_deref(), Some("accept"));
     let names = lock_names(&app);
     assert!(names.len() < all && !names.is_empty());
     assert!(names.iter().all(|n| n.starts_with("accept.")), "{names:?}");
@@ -153,10 +166,10 @@ fn filter_narrows_as_you_type_and_escape_clears_it() {
     assert_eq!(typ(&mut app, 'q'), Action::None);
     press(&mut app, KeyCode::Backspace);
     press(&mut app, KeyCode::Enter);
-    assert!(app.filter_input.is_none());
-    assert_eq!(app.opts.filter.as_deref(), Some("accept"));
+    assert!(app.view.filter_input().is_none());
+    assert_eq!(app.view.opts.filter.as_deref(), Some("accept"));
     press(&mut app, KeyCode::Esc);
-    assert_eq!(app.opts.filter, None);
+    assert_eq!(app.view.opts.filter, None);
     assert_eq!(lock_names(&app).len(), all);
 }
 
@@ -177,7 +190,7 @@ fn ctrl_c_quits_from_anywhere() {
     assert_eq!(app.on_key(ctrl_c), Action::Quit);
     let mut app = dump_app();
     typ(&mut app, '?');
-    assert!(app.help);
+    assert_eq!(app.view.overlay, Overlay::Help);
     assert_eq!(app.on_key(ctrl_c), Action::Quit);
     let mut picker = App::for_picker(vec![], TableOptions::default(), Duration::ZERO);
     assert_eq!(picker.on_key(ctrl_c), Action::Quit);
@@ -187,9 +200,9 @@ fn ctrl_c_quits_from_anywhere() {
 fn any_key_closes_help() {
     let mut app = dump_app();
     typ(&mut app, '?');
-    assert!(app.help);
+    assert_eq!(app.view.overlay, Overlay::Help);
     assert_eq!(typ(&mut app, 'x'), Action::None);
-    assert!(!app.help);
+    assert_ne!(app.view.overlay, Overlay::Help);
     typ(&mut app, '?');
     assert_eq!(typ(&mut app, 'q'), Action::Quit);
 }
@@ -198,7 +211,7 @@ fn any_key_closes_help() {
 fn reset_goes_to_the_source_only_when_there_is_one() {
     let mut app = dump_app();
     assert_eq!(typ(&mut app, 'r'), Action::None);
-    assert!(app.status.as_deref().unwrap_or("").contains("file"));
+    assert!(app.view.status.as_deref().unwrap_or("").contains("file"));
     let mut live = live_app();
     assert_eq!(typ(&mut live, 'r'), Action::Reset);
     assert_eq!(typ(&mut live, 'd'), Action::Dump);
@@ -214,7 +227,7 @@ fn rates_and_totals_toggle() {
         interval: interval.clone(),
         cumulative: cumulative.clone(),
     })));
-    assert_eq!(app.mode, Mode::Rates);
+    assert_eq!(app.view.mode, Mode::Rates);
     assert_eq!(app.shown(), Some(&interval));
     typ(&mut app, 't');
     assert_eq!(app.shown(), Some(&cumulative));
@@ -230,16 +243,16 @@ fn pause_holds_frames_and_resume_shows_the_newest() {
     };
     app.apply(Feed::Data(frame(1)));
     typ(&mut app, ' ');
-    assert!(app.paused);
+    assert!(app.view.paused);
     app.apply(Feed::Data(frame(2)));
     app.apply(Feed::Data(frame(3)));
     assert_eq!(app.shown().unwrap().locks[0].total.acquisitions, 1);
-    assert_eq!(app.history.len(), 1);
+    assert_eq!(app.data.history.len(), 1);
     typ(&mut app, ' ');
-    assert!(!app.paused);
+    assert!(!app.view.paused);
     assert_eq!(app.shown().unwrap().locks[0].total.acquisitions, 3);
     assert_eq!(
-        app.history.len(),
+        app.data.history.len(),
         3,
         "paused intervals still count in the sparklines"
     );
@@ -252,21 +265,26 @@ fn a_lost_target_keeps_the_last_data_and_reconnects() {
         pid: 42,
         name: "srv".into(),
     });
-    assert_eq!(app.link, Link::Live);
+    assert_eq!(app.data.link, Link::Live);
     app.apply(Feed::Data(Box::new(Frame::single(mixed()))));
     app.apply(Feed::Lost("the endpoint closed the connection".into()));
     app.apply(Feed::Retrying {
         attempt: 3,
         delay: Duration::from_secs(2),
     });
-    assert!(matches!(app.link, Link::Lost { attempt: 3, .. }));
+    assert!(matches!(app.data.link, Link::Lost { attempt: 3, .. }));
     assert!(app.shown().is_some(), "last data kept");
     app.apply(Feed::Connected {
         pid: 43,
         name: "srv".into(),
     });
-    assert_eq!(app.link, Link::Live);
-    assert!(app.status.as_deref().unwrap_or("").contains("reconnected"));
+    assert_eq!(app.data.link, Link::Live);
+    assert!(app
+        .view
+        .status
+        .as_deref()
+        .unwrap_or("")
+        .contains("reconnected"));
 }
 
 #[test]
@@ -274,7 +292,7 @@ fn selection_follows_the_lock_when_the_order_changes() {
     let mut app = live_app();
     let snap = mixed();
     app.apply(Feed::Data(Box::new(Frame::single(snap.clone()))));
-    app.selected = Some(RowId::Lock("accept.herd".into()));
+    app.view.selected = Some(RowId::Lock("accept.herd".into()));
     let mut changed = snap;
     let elapsed = changed.window.elapsed_ns;
     assert!(elapsed > 0);
@@ -295,7 +313,7 @@ fn selection_follows_the_lock_when_the_order_changes() {
 #[test]
 fn clicking_a_header_sorts_and_clicking_again_inverts() {
     let mut app = dump_app();
-    app.hits.header = vec![(Rect::new(10, 1, 6, 2), SortKey::By(Metric::Contended))];
+    app.view.hits.header = vec![(Rect::new(10, 1, 6, 2), SortKey::By(Metric::Contended))];
     let click = |x, y| MouseEvent {
         kind: MouseEventKind::Down(MouseButton::Left),
         column: x,
@@ -303,13 +321,13 @@ fn clicking_a_header_sorts_and_clicking_again_inverts() {
         modifiers: KeyModifiers::NONE,
     };
     app.on_mouse(click(12, 2));
-    assert_eq!(app.opts.sort, SortKey::By(Metric::Contended));
-    assert!(app.opts.descending);
+    assert_eq!(app.view.opts.sort, SortKey::By(Metric::Contended));
+    assert!(app.view.opts.descending);
     app.on_mouse(click(12, 1));
-    assert!(!app.opts.descending);
+    assert!(!app.view.opts.descending);
     app.on_mouse(click(40, 1));
     assert_eq!(
-        app.opts.sort,
+        app.view.opts.sort,
         SortKey::By(Metric::Contended),
         "a click elsewhere does not sort"
     );
@@ -318,7 +336,7 @@ fn clicking_a_header_sorts_and_clicking_again_inverts() {
 #[test]
 fn clicking_a_row_selects_it() {
     let mut app = dump_app();
-    app.hits.rows = (0..20)
+    app.view.hits.rows = (0..20)
         .map(|i| (Rect::new(0, 3 + i, 100, 1), usize::from(i)))
         .collect();
     app.on_mouse(MouseEvent {
@@ -328,25 +346,18 @@ fn clicking_a_row_selects_it() {
         modifiers: KeyModifiers::NONE,
     });
     let rows = app.rows();
-    assert_eq!(app.selected, rows[1].id());
+    assert_eq!(app.view.selected, rows[1].id());
 }
 
 #[test]
 fn recordings_step_and_jump() {
-    let rec = parse_recording(include_str!("../../tests/fixtures/recording.jsonl")).unwrap();
-    let n = rec.frames.len();
-    let mut app = App::for_recording(
-        "recording.jsonl",
-        frames_from(rec.frames),
-        TableOptions::default(),
-        Duration::from_secs(1),
-    );
-    let pos = |app: &App| app.playback.as_ref().unwrap().pos();
+    let (mut app, n) = recording_app();
+    let pos = |app: &App| app.data.playback.as_ref().unwrap().pos();
     assert_eq!(pos(&app), n - 1, "opens on the last frame");
-    assert_eq!(app.history.len(), n);
+    assert_eq!(app.data.history.len(), n);
     typ(&mut app, ',');
     assert_eq!(pos(&app), n - 2);
-    assert_eq!(app.history.len(), n - 1);
+    assert_eq!(app.data.history.len(), n - 1);
     typ(&mut app, '[');
     assert_eq!(pos(&app), 0);
     typ(&mut app, '.');
@@ -378,8 +389,8 @@ fn picker_attaches_to_the_chosen_entry() {
         Action::Attach(entries[1].clone())
     );
     app.attached("/run/lockmeter/2.sock".into());
-    assert!(app.picker.is_none());
-    assert_eq!(app.link, Link::Connecting);
+    assert_eq!(app.view.overlay, Overlay::None);
+    assert_eq!(app.data.link, Link::Connecting);
 }
 
 #[test]
@@ -393,4 +404,63 @@ fn advisories_follow_the_thresholds() {
     app.set_thresholds(strict);
     assert!(app.advisories().is_empty());
     assert!(!app.rows().iter().any(|r| matches!(r, Row::Advice { .. })));
+}
+
+#[test]
+fn one_overlay_at_a_time() {
+    let mut app = dump_app();
+    press(&mut app, KeyCode::Tab);
+    assert_eq!(app.view.overlay, Overlay::Detail);
+    typ(&mut app, 'w');
+    assert_eq!(app.view.overlay, Overlay::Stacks, "stacks replace detail");
+    typ(&mut app, 'n');
+    assert_eq!(app.view.overlay, Overlay::Now { scroll: 0 });
+    press(&mut app, KeyCode::Down);
+    assert_eq!(app.view.overlay, Overlay::Now { scroll: 1 });
+    typ(&mut app, '/');
+    assert_eq!(app.view.overlay, Overlay::Filter(String::new()));
+    press(&mut app, KeyCode::Enter);
+    typ(&mut app, '?');
+    assert_eq!(app.view.overlay, Overlay::Help);
+    typ(&mut app, 'x');
+    assert_eq!(app.view.overlay, Overlay::None, "nothing was under help");
+}
+
+#[test]
+fn a_recording_plays_until_its_last_frame_then_pauses() {
+    let (mut app, n) = recording_app();
+    assert!(app.view.paused, "a recording opens stopped");
+    assert!(!app.on_tick());
+    typ(&mut app, ' ');
+    assert!(!app.view.paused);
+    let moves = (0..n + 2).filter(|_| app.on_tick()).count();
+    assert_eq!(moves, n - 1);
+    assert!(app.view.paused, "stopped on the last frame");
+    typ(&mut app, ' ');
+    assert!(!app.view.paused, "plays again from the first frame");
+    typ(&mut app, '.');
+    assert!(app.view.paused, "stepping stops playing");
+}
+
+#[test]
+fn the_peer_is_the_process_on_screen() {
+    let mut app = live_app();
+    app.apply(Feed::Connected {
+        pid: 7,
+        name: "hello".into(),
+    });
+    assert_eq!(
+        app.data.peer,
+        Some(Peer {
+            pid: 7,
+            name: "hello".into()
+        })
+    );
+    let snap = mixed();
+    let want = Peer {
+        pid: snap.process.pid,
+        name: snap.process.name.clone(),
+    };
+    app.apply(Feed::Data(Box::new(Frame::single(snap))));
+    assert_eq!(app.data.peer, Some(want));
 }

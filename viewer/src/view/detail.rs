@@ -48,7 +48,7 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
     for a in app
         .advisories()
         .iter()
-        .filter(|a| app.show_advice && a.lock_id == lock.id)
+        .filter(|a| app.view.show_advice && a.lock_id == lock.id)
     {
         lines.push(Line::styled(
             format!("⚠ {}", a.message),
@@ -88,7 +88,7 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
         Constraint::Fill(1),
     ])
     .areas(right);
-    let samples = app.history.samples(&lock.id);
+    let samples = app.data.history.samples(&lock.id);
     sparkline(frame, con, "CON %", &samples, |s| s.con_pct);
     if lock.kind.waits_and_wakes() {
         sparkline(frame, util, "spurious %", &samples, |s| s.spurious_pct);

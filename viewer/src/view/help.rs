@@ -50,7 +50,11 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
         ]));
     }
     lines.push(Line::raw(""));
-    let shown = if app.show_advice { "shown" } else { "hidden" };
+    let shown = if app.view.show_advice {
+        "shown"
+    } else {
+        "hidden"
+    };
     lines.push(Line::styled(
         format!("  ⚠ advisories ({shown}): thresholds from the --advice-* flags"),
         Style::new().fg(Color::Yellow),

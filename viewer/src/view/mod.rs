@@ -17,7 +17,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
-use crate::state::{App, Link, Mode, Origin};
+use crate::state::{App, Link, Mode, Origin, Overlay, Peer};
 
 /// Below this size the table cannot show its columns; a message is shown
 /// instead of a broken layout.
@@ -45,21 +45,21 @@ fn stacks_pane(frame: &mut Frame<'_>, area: Rect, app: &App) {
 pub fn draw(frame: &mut Frame<'_>, app: &mut App) {
     let area = frame.area();
     // The scroll position survives; the hit areas are drawn anew.
-    app.hits = crate::state::Hits {
-        offset: app.hits.offset,
+    app.view.hits = crate::state::Hits {
+        offset: app.view.hits.offset,
         ..Default::default()
     };
     if area.width < MIN_WIDTH || area.height < MIN_HEIGHT {
         too_small::draw(frame, area);
         return;
     }
-    if let Some(p) = &app.picker {
+    if let Overlay::Picker(p) = &app.view.overlay {
         picker::draw(frame, area, p);
         return;
     }
-    let has_timeline = app.playback.is_some();
-    let has_filter = app.filter_input.is_some() || app.opts.filter.is_some();
-    let banner = now::banner(&app.now.deadlocks);
+    let has_timeline = app.data.playback.is_some();
+    let has_filter = app.view.filter_input().is_some() || app.view.opts.filter.is_some();
+    let banner = now::banner(&app.data.deadlocks);
     let [title, banner_row, body, timeline, filter, status] = Layout::vertical([
         Constraint::Length(1),
         Constraint::Length(u16::from(banner.is_some())),
@@ -74,28 +74,11 @@ pub fn draw(frame: &mut Frame<'_>, app: &mut App) {
     if let Some(b) = banner {
         frame.render_widget(b, banner_row);
     }
-    if app.now.open {
-        now::draw(frame, body, app.shown(), app.now.scroll);
-    } else if app.stacks {
-        if body.height >= 2 * DETAIL_MIN_ROWS {
-            let [top, bottom] =
-                Layout::vertical([Constraint::Fill(2), Constraint::Fill(3)]).areas(body);
-            table::draw(frame, top, app);
-            stacks_pane(frame, bottom, app);
-        } else {
-            stacks_pane(frame, body, app);
-        }
-    } else if app.detail {
-        if body.height >= 2 * DETAIL_MIN_ROWS {
-            let [top, bottom] =
-                Layout::vertical([Constraint::Fill(2), Constraint::Fill(3)]).areas(body);
-            table::draw(frame, top, app);
-            detail::draw(frame, bottom, app);
-        } else {
-            detail::draw(frame, body, app);
-        }
-    } else {
-        table::draw(frame, body, app);
+    match app.view.overlay {
+        Overlay::Now { scroll } => now::draw(frame, body, app.shown(), scroll),
+        Overlay::Stacks => below_the_table(frame, body, app, stacks_pane),
+        Overlay::Detail => below_the_table(frame, body, app, detail::draw),
+        _ => table::draw(frame, body, app),
     }
     if has_timeline {
         draw_timeline(frame, timeline, app);
@@ -104,8 +87,25 @@ pub fn draw(frame: &mut Frame<'_>, app: &mut App) {
         frame.render_widget(filter_line(app), filter);
     }
     frame.render_widget(status_line(app), status);
-    if app.help {
+    if app.view.overlay == Overlay::Help {
         help::draw(frame, area, app);
+    }
+}
+
+/// A pane below the table when there is room for both, else alone.
+fn below_the_table(
+    frame: &mut Frame<'_>,
+    body: Rect,
+    app: &mut App,
+    pane: fn(&mut Frame<'_>, Rect, &App),
+) {
+    if body.height >= 2 * DETAIL_MIN_ROWS {
+        let [top, bottom] =
+            Layout::vertical([Constraint::Fill(2), Constraint::Fill(3)]).areas(body);
+        table::draw(frame, top, app);
+        pane(frame, bottom, app);
+    } else {
+        pane(frame, body, app);
     }
 }
 
@@ -123,13 +123,20 @@ fn title_bar(app: &App) -> Paragraph<'static> {
     if let Some(snap) = app.shown() {
         spans.push(sep.clone());
         let window = format_ns(snap.window.elapsed_ns);
-        spans.push(Span::raw(match app.mode {
+        spans.push(Span::raw(match app.view.mode {
             Mode::Rates => format!("rates: last {window}"),
             Mode::Totals => format!("totals: {window}"),
         }));
         spans.push(sep.clone());
-        let arrow = if app.opts.descending { "▼" } else { "▲" };
-        spans.push(Span::raw(format!("sort {} {arrow}", app.opts.sort.title())));
+        let arrow = if app.view.opts.descending {
+            "▼"
+        } else {
+            "▲"
+        };
+        spans.push(Span::raw(format!(
+            "sort {} {arrow}",
+            app.view.opts.sort.title()
+        )));
         spans.push(sep.clone());
         spans.push(Span::raw(format!("{} locks", snap.locks.len())));
         let every = snap.sampling.uncontended_hold_every;
@@ -150,18 +157,14 @@ fn title_bar(app: &App) -> Paragraph<'static> {
 
 /// What is being viewed, for the title bar.
 fn source_label(app: &App) -> String {
-    let process = app
-        .shown()
-        .map(|s| (s.process.pid, s.process.name.clone()))
-        .or_else(|| app.peer.clone());
-    let who = match process {
+    let who = match &app.data.peer {
         // A merged view of several processes has no pid of its own.
-        Some((0, name)) => name,
-        Some((pid, name)) if !name.is_empty() => format!("{name} (pid {pid})"),
-        Some((pid, _)) => format!("pid {pid}"),
+        Some(Peer { pid: 0, name }) => name.clone(),
+        Some(Peer { pid, name }) if !name.is_empty() => format!("{name} (pid {pid})"),
+        Some(Peer { pid, .. }) => format!("pid {pid}"),
         None => String::new(),
     };
-    let what = match &app.origin {
+    let what = match &app.data.origin {
         Origin::Demo => "demo".to_string(),
         Origin::Endpoint(t) => t.clone(),
         Origin::Recording(p) => format!("recording {p}"),
@@ -176,18 +179,21 @@ fn source_label(app: &App) -> String {
 }
 
 fn link_span(app: &App) -> Span<'static> {
-    if app.paused {
+    if app.data.playback.is_some() {
+        return Span::raw(if app.view.paused {
+            "‖ stopped"
+        } else {
+            "▶ playing"
+        });
+    }
+    if app.view.paused {
         return Span::styled(
             "‖ paused",
             Style::new().fg(Color::Yellow).add_modifier(Modifier::BOLD),
         );
     }
-    match &app.link {
-        Link::Static => match &app.playback {
-            Some(p) if p.playing => Span::raw("▶ playing"),
-            Some(_) => Span::raw("‖ stopped"),
-            None => Span::raw("file"),
-        },
+    match &app.data.link {
+        Link::Static => Span::raw("file"),
         Link::Connecting => Span::raw("◌ connecting"),
         Link::Live => Span::styled(
             "● live",
@@ -204,7 +210,7 @@ fn link_span(app: &App) -> Span<'static> {
 }
 
 fn draw_timeline(frame: &mut Frame<'_>, area: Rect, app: &mut App) {
-    let Some(p) = &app.playback else { return };
+    let Some(p) = &app.data.playback else { return };
     let n = p.len();
     let pos = p.pos();
     let label = format!(
@@ -231,14 +237,14 @@ fn draw_timeline(frame: &mut Frame<'_>, area: Rect, app: &mut App) {
         Span::styled("─".repeat(width - at), Style::new().fg(Color::DarkGray)),
     ]);
     frame.render_widget(Paragraph::new(line), bar);
-    app.hits.timeline = Some(bar);
+    app.view.hits.timeline = Some(bar);
 }
 
 fn filter_line(app: &App) -> Paragraph<'static> {
-    match &app.filter_input {
+    match app.view.filter_input() {
         Some(text) => Paragraph::new(Line::from(vec![
             Span::styled(" filter: ", Style::new().add_modifier(Modifier::BOLD)),
-            Span::raw(text.clone()),
+            Span::raw(text.to_string()),
             Span::styled("█", Style::new().add_modifier(Modifier::SLOW_BLINK)),
             Span::styled(
                 "   Enter keeps it, Esc clears it",
@@ -247,27 +253,27 @@ fn filter_line(app: &App) -> Paragraph<'static> {
         ])),
         None => Paragraph::new(Line::from(vec![
             Span::styled(" filter: ", Style::new().add_modifier(Modifier::BOLD)),
-            Span::raw(app.opts.filter.clone().unwrap_or_default()),
+            Span::raw(app.view.opts.filter.clone().unwrap_or_default()),
             Span::styled("   / edits, Esc clears", Style::new().fg(Color::DarkGray)),
         ])),
     }
 }
 
 fn status_line(app: &App) -> Paragraph<'static> {
-    if let Some(msg) = &app.status {
+    if let Some(msg) = &app.view.status {
         return Paragraph::new(format!(" {msg}")).style(Style::new().add_modifier(Modifier::BOLD));
     }
     if let Link::Lost {
         reason,
         attempt,
         delay,
-    } = &app.link
+    } = &app.data.link
     {
         let retry = match delay {
             Some(d) => format!("; retry {attempt} in {}", format_ns(d.as_nanos() as u64)),
             None => String::new(),
         };
-        let what = if app.frame().is_some() {
+        let what = if app.data.frame().is_some() {
             "showing the last data"
         } else {
             "no data yet"
@@ -275,7 +281,7 @@ fn status_line(app: &App) -> Paragraph<'static> {
         return Paragraph::new(format!(" target gone: {reason}{retry}; {what}"))
             .style(Style::new().fg(Color::Red).add_modifier(Modifier::BOLD));
     }
-    let hints: &str = if app.playback.is_some() {
+    let hints: &str = if app.data.playback.is_some() {
         " ? help  q quit  , . step  [ ] ×10  space play  t rates/totals  s sort  / filter  Enter expand  Tab detail"
     } else {
         " ? help  q quit  t rates/totals  s sort  i invert  / filter  Enter expand  Tab detail  space pause  r reset  d dump"
@@ -321,6 +327,21 @@ pub fn centered(area: Rect, w: u16, h: u16) -> Rect {
         w,
         h,
     )
+}
+
+/// The characters of `lines`, one line each, for tests of a pane's text.
+#[cfg(test)]
+pub(crate) fn plain_text(lines: &[Line<'_>]) -> String {
+    lines
+        .iter()
+        .map(|l| {
+            l.spans
+                .iter()
+                .map(|s| s.content.as_ref())
+                .collect::<String>()
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 
 use lockmeter_model::format::format_ns;
 use lockmeter_model::now::Deadlock;
+use lockmeter_model::render::{holder_line, waiter_line};
 use lockmeter_model::Snapshot;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
@@ -27,9 +28,7 @@ fn dim() -> Style {
     Style::new().fg(Color::DarkGray)
 }
 
-fn mode(m: Option<&str>) -> String {
-    m.map(|m| format!(" ({m})")).unwrap_or_default()
-}
+use lockmeter_model::render::mode_suffix as mode;
 
 /// The pane's text for `snap` (no snapshot yet: a line saying so).
 pub fn lines(snap: Option<&Snapshot>) -> Vec<Line<'static>> {
@@ -80,17 +79,7 @@ pub fn lines(snap: Option<&Snapshot>) -> Vec<Line<'static>> {
         ]));
         for h in &l.holders {
             let style = if h.stalled { red() } else { Style::new() };
-            out.push(Line::styled(
-                format!(
-                    "    held    {:>8}{} by {} at {}{}",
-                    format_ns(h.held_ns),
-                    mode(h.mode.as_deref()),
-                    h.thread.label(),
-                    h.site,
-                    if h.stalled { "  STALLED" } else { "" }
-                ),
-                style,
-            ));
+            out.push(Line::styled(format!("    {}", holder_line(h)), style));
         }
         for w in &l.waiters {
             let style = if w.stalled {
@@ -98,17 +87,7 @@ pub fn lines(snap: Option<&Snapshot>) -> Vec<Line<'static>> {
             } else {
                 Style::new().fg(Color::Yellow)
             };
-            out.push(Line::styled(
-                format!(
-                    "    waiting {:>8}{} by {} at {}{}",
-                    format_ns(w.waiting_ns),
-                    mode(w.mode.as_deref()),
-                    w.thread.label(),
-                    w.site,
-                    if w.stalled { "  STALLED" } else { "" }
-                ),
-                style,
-            ));
+            out.push(Line::styled(format!("    {}", waiter_line(w)), style));
         }
     }
     if !snap.now.chains.is_empty() {
@@ -209,21 +188,9 @@ pub fn banner(deadlocks: &[Deadlock]) -> Option<Paragraph<'static>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::view::plain_text as text;
     use lockmeter_model::now::{LockOrder, OrderEdge};
     use lockmeter_model::ProcessInfo;
-
-    fn text(lines: &[Line<'_>]) -> String {
-        lines
-            .iter()
-            .map(|l| {
-                l.spans
-                    .iter()
-                    .map(|s| s.content.as_ref())
-                    .collect::<String>()
-            })
-            .collect::<Vec<_>>()
-            .join("\n")
-    }
 
     #[test]
     fn edges_are_listed_heaviest_first_with_inversions_on_top() {

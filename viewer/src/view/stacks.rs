@@ -157,20 +157,8 @@ pub fn draw(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::view::plain_text as text;
     use lockmeter_model::stacks::Frame as StackFrame;
-
-    fn text(lines: &[Line<'_>]) -> String {
-        lines
-            .iter()
-            .map(|l| {
-                l.spans
-                    .iter()
-                    .map(|s| s.content.as_ref())
-                    .collect::<String>()
-                    + "\n"
-            })
-            .collect()
-    }
 
     #[test]
     fn wrapper_frames_are_folded_and_callers_come_first() {

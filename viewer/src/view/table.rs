@@ -37,6 +37,10 @@ const NAME_MIN: u16 = 16;
 /// The kind column ("spin", "mutex", ...), dropped at this priority.
 const KIND_WIDTH: u16 = 5;
 const KIND_DROP: u8 = 4;
+/// The process column of a table merged over processes: a pid, up to
+/// Linux's largest (4194304). Never dropped: without it the call-site rows
+/// of one lock could not be told apart.
+const PID_WIDTH: u16 = 7;
 
 /// The columns that fit in `width`.
 fn columns(width: u16, waitqueues: bool) -> (bool, Vec<Col>) {
@@ -74,10 +78,18 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &mut App) {
         return;
     };
     let waitqueues = snap.locks.iter().any(|l| l.kind.waits_and_wakes());
+    let pid = snap.has_pids();
     let marker = MARKER.chars().count() as u16;
-    let (kind, cols) = columns(area.width.saturating_sub(marker), waitqueues);
+    let pid_room = if pid { PID_WIDTH + 1 } else { 0 };
+    let (kind, cols) = columns(
+        area.width.saturating_sub(marker).saturating_sub(pid_room),
+        waitqueues,
+    );
 
     let mut widths = vec![Constraint::Fill(1)];
+    if pid {
+        widths.push(Constraint::Length(PID_WIDTH));
+    }
     if kind {
         widths.push(Constraint::Length(KIND_WIDTH));
     }
@@ -97,11 +109,15 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &mut App) {
     // Line 1: group labels over their columns; line 2 onwards: the table.
     let [groups_area, table_area] =
         Layout::vertical([Constraint::Length(1), Constraint::Fill(1)]).areas(area);
-    let first_num = 1 + usize::from(kind);
+    let first_num = 1 + usize::from(pid) + usize::from(kind);
     draw_groups(frame, groups_area, &cols, &rects[first_num..]);
 
-    let sort = app.opts.sort;
-    let arrow = if app.opts.descending { "▼" } else { "▲" };
+    let sort = app.view.opts.sort;
+    let arrow = if app.view.opts.descending {
+        "▼"
+    } else {
+        "▲"
+    };
     let head_style = Style::new().add_modifier(Modifier::BOLD);
     let sorted_style = head_style
         .fg(Color::Cyan)
@@ -113,6 +129,9 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &mut App) {
         ("NAME".to_string(), head_style)
     };
     header.push(Cell::from(name_title).style(name_style));
+    if pid {
+        header.push(right("PID".to_string()).style(head_style));
+    }
     if kind {
         header.push(Cell::from("KIND").style(head_style));
     }
@@ -128,6 +147,7 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &mut App) {
     let rows = app.rows();
     let selected = app.selected_index(&rows);
     let layout = RowLayout {
+        pid,
         kind,
         cols: &cols,
         name_width: usize::from(rects[0].width),
@@ -145,12 +165,12 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &mut App) {
         .highlight_spacing(HighlightSpacing::Always)
         .row_highlight_style(Style::new().add_modifier(Modifier::REVERSED));
     let mut state = TableState::new()
-        .with_offset(app.hits.offset)
+        .with_offset(app.view.hits.offset)
         .with_selected(selected);
     frame.render_stateful_widget(table, table_area, &mut state);
 
     if empty {
-        let msg = if app.opts.filter.is_some() {
+        let msg = if app.view.opts.filter.is_some() {
             "no lock matches the filter (Esc clears it)"
         } else {
             "no instrumented lock has been used yet"
@@ -184,16 +204,16 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &mut App) {
     }
     let id_selected = selected.and_then(|i| rows.get(i)).and_then(Row::id);
     drop(rows);
-    app.hits.header = header_hits;
-    app.hits.rows = row_hits;
-    app.hits.offset = state.offset();
-    if app.selected.is_none() {
-        app.selected = id_selected;
+    app.view.hits.header = header_hits;
+    app.view.hits.rows = row_hits;
+    app.view.hits.offset = state.offset();
+    if app.view.selected.is_none() {
+        app.view.selected = id_selected;
     }
 }
 
 fn waiting(app: &App) -> Paragraph<'static> {
-    let msg = match (&app.origin, &app.link) {
+    let msg = match (&app.data.origin, &app.data.link) {
         (_, Link::Lost { reason, .. }) => format!("target gone before any data: {reason}"),
         (Origin::Endpoint(t), _) => format!("connecting to {t}…"),
         (Origin::Demo, _) => "starting the demo workloads…".to_string(),
@@ -296,6 +316,8 @@ pub fn wrap(text: &str, width: usize, max: usize) -> Vec<String> {
 
 /// What turning a state row into a table row needs to know.
 struct RowLayout<'c> {
+    /// Whether there is a process column (a merged table).
+    pid: bool,
     kind: bool,
     cols: &'c [Col],
     /// Characters in the name column.
@@ -310,6 +332,15 @@ impl RowLayout<'_> {
     /// The table row for `row` and its height in lines.
     fn row(&self, row: &Row<'_>) -> (TRow<'static>, u16) {
         let RowLayout { kind, cols, .. } = *self;
+        // The cells between NAME and the numbers: PID, then KIND.
+        let middle = |cells: &mut Vec<Cell<'static>>, pid: String, kind_text: &'static str| {
+            if self.pid {
+                cells.push(right(pid));
+            }
+            if kind {
+                cells.push(Cell::from(kind_text));
+            }
+        };
         match row {
             Row::Lock {
                 lock,
@@ -337,9 +368,7 @@ impl RowLayout<'_> {
                     name.push(Span::styled(" ⚠", Style::new().fg(Color::Yellow)));
                 }
                 let mut cells = vec![Cell::from(Line::from(name))];
-                if kind {
-                    cells.push(Cell::from(kind_label(lock.kind)));
-                }
+                middle(&mut cells, String::new(), kind_label(lock.kind));
                 cells.extend(
                     cols.iter()
                         .map(|c| right(value(c.metric, &lock.total, lock.kind, self.elapsed_ns))),
@@ -359,9 +388,8 @@ impl RowLayout<'_> {
                     fit_left(&format!("{}{mode}", site.site), room)
                 );
                 let mut cells = vec![Cell::from(name)];
-                if kind {
-                    cells.push(Cell::from(""));
-                }
+                let pid = site.pid.map_or(String::new(), |p| p.to_string());
+                middle(&mut cells, pid, "");
                 cells.extend(
                     cols.iter()
                         .map(|c| right(value(c.metric, &site.stats, lock.kind, self.elapsed_ns))),
@@ -373,9 +401,7 @@ impl RowLayout<'_> {
                 let room = self.name_width.saturating_sub(prefix.chars().count());
                 let name = format!("{prefix}{}", fit_left(&holder.site, room));
                 let mut cells = vec![Cell::from(name)];
-                if kind {
-                    cells.push(Cell::from(""));
-                }
+                middle(&mut cells, String::new(), "");
                 for c in cols {
                     let text = match c.metric {
                         Metric::Contended => compact_count(holder.contended),
@@ -403,7 +429,7 @@ impl RowLayout<'_> {
                     })
                     .collect();
                 let height = lines.len().max(1) as u16;
-                let span = 1 + u16::from(kind) + cols.len() as u16;
+                let span = 1 + u16::from(self.pid) + u16::from(kind) + cols.len() as u16;
                 let row = TRow::new(vec![Cell::from(Text::from(lines)).column_span(span)])
                     .height(height)
                     .style(Style::new().fg(Color::Yellow));

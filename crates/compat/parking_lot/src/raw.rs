@@ -8,6 +8,11 @@
 //! locks is a zero-sized marker, so the 0.4 side, which keeps no state,
 //! makes one up when it unlocks.
 //!
+//! Both families are written by two macros, one method a line:
+//! `v5_forward!` passes a 0.5 method to the inner lock as is;
+//! `v4_stateless!` turns a 0.4 method into the 0.5 call of the same name,
+//! dropping or making up the guard state by the method's kind.
+//!
 //! Raw locks are not metered: only the locks built on them are (see the
 //! crate docs).
 
@@ -25,12 +30,6 @@ use v5::{
     RawRwLockUpgradeFair as _, RawRwLockUpgradeTimed as _,
 };
 
-/// The 0.13 lock's (zero-sized) guard state, made up for a 0.4-style
-/// unlock, which has none to pass.
-fn state<G: Default>() -> G {
-    G::default()
-}
-
 /// Raw mutex type backed by the parking lot (parking_lot 0.12's `RawMutex`).
 pub struct RawMutex(pl::RawMutex);
 
@@ -43,306 +42,106 @@ pub struct RawRwLock(pl::RawRwLock);
 /// Implementation of the `GetThreadId` trait for `lock_api::ReentrantMutex`.
 pub struct RawThreadId;
 
-macro_rules! raw_mutex {
-    ($ty:ident) => {
-        // SAFETY: forwards to parking_lot 0.13's lock of the same kind,
-        // which upholds 0.5's contract; the guard state is a marker.
-        unsafe impl v5::RawMutex for $ty {
-            #[allow(clippy::declare_interior_mutable_const)]
-            const INIT: Self = $ty(<pl::$ty as v5::RawMutex>::INIT);
-            type Guard = <pl::$ty as v5::RawMutex>::Guard;
-            #[inline]
-            fn lock(&self) -> Self::Guard {
-                self.0.lock()
-            }
-            #[inline]
-            fn try_lock(&self) -> Option<Self::Guard> {
-                self.0.try_lock()
-            }
-            #[inline]
-            unsafe fn unlock(&self, guard: Self::Guard) {
-                // SAFETY: the caller's contract is ours.
-                unsafe { self.0.unlock(guard) }
-            }
-            #[inline]
-            fn is_locked(&self) -> bool {
-                self.0.is_locked()
-            }
+/// 0.5 methods that call the inner 0.13 lock's method of the same name
+/// with the same arguments. One line a method:
+/// `fn name(arg: Type) -> Ret;` or `unsafe fn name(arg: Type) -> Ret;`.
+macro_rules! v5_forward {
+    () => {};
+    (fn $name:ident($($a:ident: $t:ty),*) $(-> $ret:ty)?; $($rest:tt)*) => {
+        #[inline]
+        fn $name(&self $(, $a: $t)*) $(-> $ret)? {
+            self.0.$name($($a),*)
         }
-
-        // SAFETY: as above.
-        unsafe impl v5::RawMutexFair for $ty {
-            #[inline]
-            unsafe fn unlock_fair(&self, guard: Self::Guard) {
-                // SAFETY: the caller's contract is ours.
-                unsafe { self.0.unlock_fair(guard) }
-            }
-            #[inline]
-            unsafe fn bump(&self, guard: &mut Self::Guard) {
-                // SAFETY: the caller's contract is ours.
-                unsafe { self.0.bump(guard) }
-            }
+        v5_forward!($($rest)*);
+    };
+    (unsafe fn $name:ident($($a:ident: $t:ty),*) $(-> $ret:ty)?; $($rest:tt)*) => {
+        #[inline]
+        unsafe fn $name(&self $(, $a: $t)*) $(-> $ret)? {
+            // SAFETY: the caller's contract is ours.
+            unsafe { self.0.$name($($a),*) }
         }
-
-        // SAFETY: as above.
-        unsafe impl v5::RawMutexTimed for $ty {
-            type Duration = Duration;
-            type Instant = Instant;
-            #[inline]
-            fn try_lock_for(&self, timeout: Duration) -> Option<Self::Guard> {
-                self.0.try_lock_for(timeout)
-            }
-            #[inline]
-            fn try_lock_until(&self, deadline: Instant) -> Option<Self::Guard> {
-                self.0.try_lock_until(deadline)
-            }
-        }
-
-        // SAFETY: the same lock under 0.4's stateless signatures; unlock is
-        // only called by a holder, as 0.4 requires.
-        unsafe impl v4::RawMutex for $ty {
-            #[allow(clippy::declare_interior_mutable_const)]
-            const INIT: Self = <$ty as v5::RawMutex>::INIT;
-            type GuardMarker = v4::GuardNoSend;
-            #[inline]
-            fn lock(&self) {
-                keep(self.0.lock());
-            }
-            #[inline]
-            fn try_lock(&self) -> bool {
-                kept(self.0.try_lock())
-            }
-            #[inline]
-            unsafe fn unlock(&self) {
-                // SAFETY: the caller holds the lock (0.4's contract).
-                unsafe { self.0.unlock(state()) }
-            }
-            #[inline]
-            fn is_locked(&self) -> bool {
-                self.0.is_locked()
-            }
-        }
-
-        // SAFETY: as above.
-        unsafe impl v4::RawMutexFair for $ty {
-            #[inline]
-            unsafe fn unlock_fair(&self) {
-                // SAFETY: the caller holds the lock.
-                unsafe { self.0.unlock_fair(state()) }
-            }
-            #[inline]
-            unsafe fn bump(&self) {
-                let mut g = state();
-                // SAFETY: the caller holds the lock; it still does after.
-                unsafe { self.0.bump(&mut g) };
-                keep(g);
-            }
-        }
-
-        // SAFETY: as above.
-        unsafe impl v4::RawMutexTimed for $ty {
-            type Duration = Duration;
-            type Instant = Instant;
-            #[inline]
-            fn try_lock_for(&self, timeout: Duration) -> bool {
-                kept(self.0.try_lock_for(timeout))
-            }
-            #[inline]
-            fn try_lock_until(&self, deadline: Instant) -> bool {
-                kept(self.0.try_lock_until(deadline))
-            }
-        }
+        v5_forward!($($rest)*);
     };
 }
 
-raw_mutex!(RawMutex);
-raw_mutex!(RawFairMutex);
-
-type Shared = <pl::RawRwLock as v5::RawRwLock>::SharedGuard;
-type Exclusive = <pl::RawRwLock as v5::RawRwLock>::ExclusiveGuard;
-type Upgradable = <pl::RawRwLock as v5::RawRwLockUpgrade>::UpgradableGuard;
-
-// SAFETY: forwards to parking_lot 0.13's `RawRwLock`.
-unsafe impl v5::RawRwLock for RawRwLock {
-    #[allow(clippy::declare_interior_mutable_const)]
-    const INIT: Self = RawRwLock(<pl::RawRwLock as v5::RawRwLock>::INIT);
-    type SharedGuard = Shared;
-    type ExclusiveGuard = Exclusive;
-    #[inline]
-    fn lock_shared(&self) -> Shared {
-        self.0.lock_shared()
-    }
-    #[inline]
-    fn try_lock_shared(&self) -> Option<Shared> {
-        self.0.try_lock_shared()
-    }
-    #[inline]
-    unsafe fn unlock_shared(&self, guard: Shared) {
-        // SAFETY: the caller's contract is ours.
-        unsafe { self.0.unlock_shared(guard) }
-    }
-    #[inline]
-    fn lock_exclusive(&self) -> Exclusive {
-        self.0.lock_exclusive()
-    }
-    #[inline]
-    fn try_lock_exclusive(&self) -> Option<Exclusive> {
-        self.0.try_lock_exclusive()
-    }
-    #[inline]
-    unsafe fn unlock_exclusive(&self, guard: Exclusive) {
-        // SAFETY: the caller's contract is ours.
-        unsafe { self.0.unlock_exclusive(guard) }
-    }
-    #[inline]
-    fn is_locked(&self) -> bool {
-        self.0.is_locked()
-    }
-    #[inline]
-    fn is_locked_exclusive(&self) -> bool {
-        self.0.is_locked_exclusive()
-    }
+/// 0.4 methods (no guard state) over the 0.5 methods of the same name, by
+/// kind, one line a method:
+/// - `query name;`: `fn name(&self) -> bool`, as is;
+/// - `acquire name;`: takes the lock, forgets the 0.5 state;
+/// - `attempt name(args);`: `-> bool`, forgets the state on success;
+/// - `release name;`: unlocks a lock the caller holds, with a made-up state;
+/// - `held name;`: downgrades or upgrades a lock the caller holds, with a
+///   made-up state, forgetting the new one;
+/// - `bump name;`: lets waiters in and takes the lock back;
+/// - `try_upgrade name(args);`: `-> bool`, forgetting either outcome's state.
+///
+/// Every `unsafe` one is called only by a holder of the matching mode, as
+/// 0.4 requires, so the made-up state is the holder's.
+macro_rules! v4_stateless {
+    () => {};
+    (query $name:ident; $($rest:tt)*) => {
+        #[inline]
+        fn $name(&self) -> bool {
+            self.0.$name()
+        }
+        v4_stateless!($($rest)*);
+    };
+    (acquire $name:ident; $($rest:tt)*) => {
+        #[inline]
+        fn $name(&self) {
+            keep(self.0.$name());
+        }
+        v4_stateless!($($rest)*);
+    };
+    (attempt $name:ident($($a:ident: $t:ty),*); $($rest:tt)*) => {
+        #[inline]
+        fn $name(&self $(, $a: $t)*) -> bool {
+            kept(self.0.$name($($a),*))
+        }
+        v4_stateless!($($rest)*);
+    };
+    (release $name:ident; $($rest:tt)*) => {
+        #[inline]
+        unsafe fn $name(&self) {
+            // SAFETY: the caller holds the lock in the mode this method
+            // releases (0.4's contract); the state is a marker.
+            unsafe { self.0.$name(state()) }
+        }
+        v4_stateless!($($rest)*);
+    };
+    (held $name:ident; $($rest:tt)*) => {
+        #[inline]
+        unsafe fn $name(&self) {
+            // SAFETY: the caller holds the lock in the mode this method
+            // leaves (0.4's contract); the state is a marker.
+            keep(unsafe { self.0.$name(state()) });
+        }
+        v4_stateless!($($rest)*);
+    };
+    (bump $name:ident; $($rest:tt)*) => {
+        #[inline]
+        unsafe fn $name(&self) {
+            let mut g = state();
+            // SAFETY: the caller holds the lock; it still does after.
+            unsafe { self.0.$name(&mut g) };
+            keep(g);
+        }
+        v4_stateless!($($rest)*);
+    };
+    (try_upgrade $name:ident($($a:ident: $t:ty),*); $($rest:tt)*) => {
+        #[inline]
+        unsafe fn $name(&self $(, $a: $t)*) -> bool {
+            // SAFETY: the caller holds the upgradable lock.
+            upgraded(unsafe { self.0.$name(state() $(, $a)*) })
+        }
+        v4_stateless!($($rest)*);
+    };
 }
 
-// SAFETY: forwards.
-unsafe impl v5::RawRwLockFair for RawRwLock {
-    #[inline]
-    unsafe fn unlock_shared_fair(&self, guard: Shared) {
-        // SAFETY: the caller's contract is ours.
-        unsafe { self.0.unlock_shared_fair(guard) }
-    }
-    #[inline]
-    unsafe fn unlock_exclusive_fair(&self, guard: Exclusive) {
-        // SAFETY: the caller's contract is ours.
-        unsafe { self.0.unlock_exclusive_fair(guard) }
-    }
-    #[inline]
-    unsafe fn bump_shared(&self, guard: &mut Shared) {
-        // SAFETY: the caller's contract is ours.
-        unsafe { self.0.bump_shared(guard) }
-    }
-    #[inline]
-    unsafe fn bump_exclusive(&self, guard: &mut Exclusive) {
-        // SAFETY: the caller's contract is ours.
-        unsafe { self.0.bump_exclusive(guard) }
-    }
-}
-
-// SAFETY: forwards.
-unsafe impl v5::RawRwLockDowngrade for RawRwLock {
-    #[inline]
-    unsafe fn downgrade(&self, guard: Exclusive) -> Shared {
-        // SAFETY: the caller's contract is ours.
-        unsafe { self.0.downgrade(guard) }
-    }
-}
-
-// SAFETY: forwards.
-unsafe impl v5::RawRwLockTimed for RawRwLock {
-    type Duration = Duration;
-    type Instant = Instant;
-    #[inline]
-    fn try_lock_shared_for(&self, timeout: Duration) -> Option<Shared> {
-        self.0.try_lock_shared_for(timeout)
-    }
-    #[inline]
-    fn try_lock_shared_until(&self, deadline: Instant) -> Option<Shared> {
-        self.0.try_lock_shared_until(deadline)
-    }
-    #[inline]
-    fn try_lock_exclusive_for(&self, timeout: Duration) -> Option<Exclusive> {
-        self.0.try_lock_exclusive_for(timeout)
-    }
-    #[inline]
-    fn try_lock_exclusive_until(&self, deadline: Instant) -> Option<Exclusive> {
-        self.0.try_lock_exclusive_until(deadline)
-    }
-}
-
-// SAFETY: forwards.
-unsafe impl v5::RawRwLockUpgrade for RawRwLock {
-    type UpgradableGuard = Upgradable;
-    #[inline]
-    fn lock_upgradable(&self) -> Upgradable {
-        self.0.lock_upgradable()
-    }
-    #[inline]
-    fn try_lock_upgradable(&self) -> Option<Upgradable> {
-        self.0.try_lock_upgradable()
-    }
-    #[inline]
-    unsafe fn unlock_upgradable(&self, guard: Upgradable) {
-        // SAFETY: the caller's contract is ours.
-        unsafe { self.0.unlock_upgradable(guard) }
-    }
-    #[inline]
-    unsafe fn upgrade(&self, guard: Upgradable) -> Exclusive {
-        // SAFETY: the caller's contract is ours.
-        unsafe { self.0.upgrade(guard) }
-    }
-    #[inline]
-    unsafe fn try_upgrade(&self, guard: Upgradable) -> Result<Exclusive, Upgradable> {
-        // SAFETY: the caller's contract is ours.
-        unsafe { self.0.try_upgrade(guard) }
-    }
-}
-
-// SAFETY: forwards.
-unsafe impl v5::RawRwLockUpgradeFair for RawRwLock {
-    #[inline]
-    unsafe fn unlock_upgradable_fair(&self, guard: Upgradable) {
-        // SAFETY: the caller's contract is ours.
-        unsafe { self.0.unlock_upgradable_fair(guard) }
-    }
-    #[inline]
-    unsafe fn bump_upgradable(&self, guard: &mut Upgradable) {
-        // SAFETY: the caller's contract is ours.
-        unsafe { self.0.bump_upgradable(guard) }
-    }
-}
-
-// SAFETY: forwards.
-unsafe impl v5::RawRwLockUpgradeDowngrade for RawRwLock {
-    #[inline]
-    unsafe fn downgrade_upgradable(&self, guard: Upgradable) -> Shared {
-        // SAFETY: the caller's contract is ours.
-        unsafe { self.0.downgrade_upgradable(guard) }
-    }
-    #[inline]
-    unsafe fn downgrade_to_upgradable(&self, guard: Exclusive) -> Upgradable {
-        // SAFETY: the caller's contract is ours.
-        unsafe { self.0.downgrade_to_upgradable(guard) }
-    }
-}
-
-// SAFETY: forwards.
-unsafe impl v5::RawRwLockUpgradeTimed for RawRwLock {
-    #[inline]
-    fn try_lock_upgradable_for(&self, timeout: Duration) -> Option<Upgradable> {
-        self.0.try_lock_upgradable_for(timeout)
-    }
-    #[inline]
-    fn try_lock_upgradable_until(&self, deadline: Instant) -> Option<Upgradable> {
-        self.0.try_lock_upgradable_until(deadline)
-    }
-    #[inline]
-    unsafe fn try_upgrade_for(
-        &self,
-        guard: Upgradable,
-        timeout: Duration,
-    ) -> Result<Exclusive, Upgradable> {
-        // SAFETY: the caller's contract is ours.
-        unsafe { self.0.try_upgrade_for(guard, timeout) }
-    }
-    #[inline]
-    unsafe fn try_upgrade_until(
-        &self,
-        guard: Upgradable,
-        deadline: Instant,
-    ) -> Result<Exclusive, Upgradable> {
-        // SAFETY: the caller's contract is ours.
-        unsafe { self.0.try_upgrade_until(guard, deadline) }
-    }
+/// The 0.13 lock's (zero-sized) guard state, made up for a 0.4-style
+/// unlock, which has none to pass.
+fn state<G: Default>() -> G {
+    G::default()
 }
 
 /// Drops a 0.5 lock's guard state without unlocking (0.4 keeps none; the
@@ -373,83 +172,223 @@ fn upgraded<A, B>(r: Result<A, B>) -> bool {
     }
 }
 
-// SAFETY: the same lock under 0.4's stateless signatures; every unlock,
-// downgrade or upgrade is only called by a holder of the matching mode, as
-// 0.4 requires, so the made-up state is the holder's.
+macro_rules! raw_mutex {
+    ($ty:ident) => {
+        // SAFETY: forwards to parking_lot 0.13's lock of the same kind,
+        // which upholds 0.5's contract; the guard state is a marker.
+        unsafe impl v5::RawMutex for $ty {
+            #[allow(clippy::declare_interior_mutable_const)]
+            const INIT: Self = $ty(<pl::$ty as v5::RawMutex>::INIT);
+            type Guard = <pl::$ty as v5::RawMutex>::Guard;
+            v5_forward! {
+                fn lock() -> Self::Guard;
+                fn try_lock() -> Option<Self::Guard>;
+                unsafe fn unlock(guard: Self::Guard);
+                fn is_locked() -> bool;
+            }
+        }
+
+        // SAFETY: as above.
+        unsafe impl v5::RawMutexFair for $ty {
+            v5_forward! {
+                unsafe fn unlock_fair(guard: Self::Guard);
+                unsafe fn bump(guard: &mut Self::Guard);
+            }
+        }
+
+        // SAFETY: as above.
+        unsafe impl v5::RawMutexTimed for $ty {
+            type Duration = Duration;
+            type Instant = Instant;
+            v5_forward! {
+                fn try_lock_for(timeout: Duration) -> Option<Self::Guard>;
+                fn try_lock_until(deadline: Instant) -> Option<Self::Guard>;
+            }
+        }
+
+        // SAFETY: the same lock under 0.4's stateless signatures; unlock is
+        // only called by a holder, as 0.4 requires.
+        unsafe impl v4::RawMutex for $ty {
+            #[allow(clippy::declare_interior_mutable_const)]
+            const INIT: Self = <$ty as v5::RawMutex>::INIT;
+            type GuardMarker = v4::GuardNoSend;
+            v4_stateless! {
+                acquire lock;
+                attempt try_lock();
+                release unlock;
+                query is_locked;
+            }
+        }
+
+        // SAFETY: as above.
+        unsafe impl v4::RawMutexFair for $ty {
+            v4_stateless! {
+                release unlock_fair;
+                bump bump;
+            }
+        }
+
+        // SAFETY: as above.
+        unsafe impl v4::RawMutexTimed for $ty {
+            type Duration = Duration;
+            type Instant = Instant;
+            v4_stateless! {
+                attempt try_lock_for(timeout: Duration);
+                attempt try_lock_until(deadline: Instant);
+            }
+        }
+    };
+}
+
+raw_mutex!(RawMutex);
+raw_mutex!(RawFairMutex);
+
+type Shared = <pl::RawRwLock as v5::RawRwLock>::SharedGuard;
+type Exclusive = <pl::RawRwLock as v5::RawRwLock>::ExclusiveGuard;
+type Upgradable = <pl::RawRwLock as v5::RawRwLockUpgrade>::UpgradableGuard;
+
+// lock_api 0.5: every trait forwards to parking_lot 0.13's `RawRwLock`,
+// which upholds 0.5's contract.
+
+// SAFETY: forwards to parking_lot 0.13's `RawRwLock`.
+unsafe impl v5::RawRwLock for RawRwLock {
+    #[allow(clippy::declare_interior_mutable_const)]
+    const INIT: Self = RawRwLock(<pl::RawRwLock as v5::RawRwLock>::INIT);
+    type SharedGuard = Shared;
+    type ExclusiveGuard = Exclusive;
+    v5_forward! {
+        fn lock_shared() -> Shared;
+        fn try_lock_shared() -> Option<Shared>;
+        unsafe fn unlock_shared(guard: Shared);
+        fn lock_exclusive() -> Exclusive;
+        fn try_lock_exclusive() -> Option<Exclusive>;
+        unsafe fn unlock_exclusive(guard: Exclusive);
+        fn is_locked() -> bool;
+        fn is_locked_exclusive() -> bool;
+    }
+}
+
+// SAFETY: forwards.
+unsafe impl v5::RawRwLockFair for RawRwLock {
+    v5_forward! {
+        unsafe fn unlock_shared_fair(guard: Shared);
+        unsafe fn unlock_exclusive_fair(guard: Exclusive);
+        unsafe fn bump_shared(guard: &mut Shared);
+        unsafe fn bump_exclusive(guard: &mut Exclusive);
+    }
+}
+
+// SAFETY: forwards.
+unsafe impl v5::RawRwLockDowngrade for RawRwLock {
+    v5_forward! {
+        unsafe fn downgrade(guard: Exclusive) -> Shared;
+    }
+}
+
+// SAFETY: forwards.
+unsafe impl v5::RawRwLockTimed for RawRwLock {
+    type Duration = Duration;
+    type Instant = Instant;
+    v5_forward! {
+        fn try_lock_shared_for(timeout: Duration) -> Option<Shared>;
+        fn try_lock_shared_until(deadline: Instant) -> Option<Shared>;
+        fn try_lock_exclusive_for(timeout: Duration) -> Option<Exclusive>;
+        fn try_lock_exclusive_until(deadline: Instant) -> Option<Exclusive>;
+    }
+}
+
+// SAFETY: forwards.
+unsafe impl v5::RawRwLockUpgrade for RawRwLock {
+    type UpgradableGuard = Upgradable;
+    v5_forward! {
+        fn lock_upgradable() -> Upgradable;
+        fn try_lock_upgradable() -> Option<Upgradable>;
+        unsafe fn unlock_upgradable(guard: Upgradable);
+        unsafe fn upgrade(guard: Upgradable) -> Exclusive;
+        unsafe fn try_upgrade(guard: Upgradable) -> Result<Exclusive, Upgradable>;
+    }
+}
+
+// SAFETY: forwards.
+unsafe impl v5::RawRwLockUpgradeFair for RawRwLock {
+    v5_forward! {
+        unsafe fn unlock_upgradable_fair(guard: Upgradable);
+        unsafe fn bump_upgradable(guard: &mut Upgradable);
+    }
+}
+
+// SAFETY: forwards.
+unsafe impl v5::RawRwLockUpgradeDowngrade for RawRwLock {
+    v5_forward! {
+        unsafe fn downgrade_upgradable(guard: Upgradable) -> Shared;
+        unsafe fn downgrade_to_upgradable(guard: Exclusive) -> Upgradable;
+    }
+}
+
+// SAFETY: forwards.
+unsafe impl v5::RawRwLockUpgradeTimed for RawRwLock {
+    v5_forward! {
+        fn try_lock_upgradable_for(timeout: Duration) -> Option<Upgradable>;
+        fn try_lock_upgradable_until(deadline: Instant) -> Option<Upgradable>;
+        unsafe fn try_upgrade_for(guard: Upgradable, timeout: Duration)
+            -> Result<Exclusive, Upgradable>;
+        unsafe fn try_upgrade_until(guard: Upgradable, deadline: Instant)
+            -> Result<Exclusive, Upgradable>;
+    }
+}
+
+// SAFETY: forwards to lockmeter's recursive admission on the 0.13 lock
+// (lockmeter's `RawRwLockRecursive` says why that is 0.12's behaviour).
+unsafe impl lockmeter::RawRwLockRecursive for RawRwLock {
+    v5_forward! {
+        fn lock_shared_recursive() -> Shared;
+        fn try_lock_shared_recursive() -> Option<Shared>;
+    }
+}
+
+// SAFETY: as above.
+unsafe impl lockmeter::RawRwLockRecursiveTimed for RawRwLock {
+    v5_forward! {
+        fn try_lock_shared_recursive_for(timeout: Duration) -> Option<Shared>;
+        fn try_lock_shared_recursive_until(deadline: Instant) -> Option<Shared>;
+    }
+}
+
+// lock_api 0.4: the same lock under 0.4's stateless signatures; every
+// unlock, downgrade or upgrade is only called by a holder of the matching
+// mode, as 0.4 requires, so the made-up state is the holder's.
+
+// SAFETY: as above.
 unsafe impl v4::RawRwLock for RawRwLock {
     #[allow(clippy::declare_interior_mutable_const)]
     const INIT: Self = <RawRwLock as v5::RawRwLock>::INIT;
     type GuardMarker = v4::GuardNoSend;
-    #[inline]
-    fn lock_shared(&self) {
-        keep(self.0.lock_shared());
-    }
-    #[inline]
-    fn try_lock_shared(&self) -> bool {
-        kept(self.0.try_lock_shared())
-    }
-    #[inline]
-    unsafe fn unlock_shared(&self) {
-        // SAFETY: the caller holds a shared lock.
-        unsafe { self.0.unlock_shared(state()) }
-    }
-    #[inline]
-    fn lock_exclusive(&self) {
-        keep(self.0.lock_exclusive());
-    }
-    #[inline]
-    fn try_lock_exclusive(&self) -> bool {
-        kept(self.0.try_lock_exclusive())
-    }
-    #[inline]
-    unsafe fn unlock_exclusive(&self) {
-        // SAFETY: the caller holds the exclusive lock.
-        unsafe { self.0.unlock_exclusive(state()) }
-    }
-    #[inline]
-    fn is_locked(&self) -> bool {
-        self.0.is_locked()
-    }
-    #[inline]
-    fn is_locked_exclusive(&self) -> bool {
-        self.0.is_locked_exclusive()
+    v4_stateless! {
+        acquire lock_shared;
+        attempt try_lock_shared();
+        release unlock_shared;
+        acquire lock_exclusive;
+        attempt try_lock_exclusive();
+        release unlock_exclusive;
+        query is_locked;
+        query is_locked_exclusive;
     }
 }
 
 // SAFETY: as above.
 unsafe impl v4::RawRwLockFair for RawRwLock {
-    #[inline]
-    unsafe fn unlock_shared_fair(&self) {
-        // SAFETY: the caller holds a shared lock.
-        unsafe { self.0.unlock_shared_fair(state()) }
-    }
-    #[inline]
-    unsafe fn unlock_exclusive_fair(&self) {
-        // SAFETY: the caller holds the exclusive lock.
-        unsafe { self.0.unlock_exclusive_fair(state()) }
-    }
-    #[inline]
-    unsafe fn bump_shared(&self) {
-        let mut g = state();
-        // SAFETY: the caller holds a shared lock; it still does after.
-        unsafe { self.0.bump_shared(&mut g) };
-        keep(g);
-    }
-    #[inline]
-    unsafe fn bump_exclusive(&self) {
-        let mut g = state();
-        // SAFETY: the caller holds the exclusive lock; it still does after.
-        unsafe { self.0.bump_exclusive(&mut g) };
-        keep(g);
+    v4_stateless! {
+        release unlock_shared_fair;
+        release unlock_exclusive_fair;
+        bump bump_shared;
+        bump bump_exclusive;
     }
 }
 
 // SAFETY: as above.
 unsafe impl v4::RawRwLockDowngrade for RawRwLock {
-    #[inline]
-    unsafe fn downgrade(&self) {
-        // SAFETY: the caller holds the exclusive lock.
-        keep(unsafe { self.0.downgrade(state()) });
+    v4_stateless! {
+        held downgrade;
     }
 }
 
@@ -457,169 +396,82 @@ unsafe impl v4::RawRwLockDowngrade for RawRwLock {
 unsafe impl v4::RawRwLockTimed for RawRwLock {
     type Duration = Duration;
     type Instant = Instant;
-    #[inline]
-    fn try_lock_shared_for(&self, timeout: Duration) -> bool {
-        kept(self.0.try_lock_shared_for(timeout))
-    }
-    #[inline]
-    fn try_lock_shared_until(&self, deadline: Instant) -> bool {
-        kept(self.0.try_lock_shared_until(deadline))
-    }
-    #[inline]
-    fn try_lock_exclusive_for(&self, timeout: Duration) -> bool {
-        kept(self.0.try_lock_exclusive_for(timeout))
-    }
-    #[inline]
-    fn try_lock_exclusive_until(&self, deadline: Instant) -> bool {
-        kept(self.0.try_lock_exclusive_until(deadline))
-    }
-}
-
-// SAFETY: forwards to lockmeter's recursive admission on the 0.13 lock
-// (lockmeter's `RawRwLockRecursive` says why that is 0.12's behaviour).
-unsafe impl lockmeter::RawRwLockRecursive for RawRwLock {
-    #[inline]
-    fn lock_shared_recursive(&self) -> Shared {
-        self.0.lock_shared_recursive()
-    }
-    #[inline]
-    fn try_lock_shared_recursive(&self) -> Option<Shared> {
-        self.0.try_lock_shared_recursive()
+    v4_stateless! {
+        attempt try_lock_shared_for(timeout: Duration);
+        attempt try_lock_shared_until(deadline: Instant);
+        attempt try_lock_exclusive_for(timeout: Duration);
+        attempt try_lock_exclusive_until(deadline: Instant);
     }
 }
 
 // SAFETY: as above.
-unsafe impl lockmeter::RawRwLockRecursiveTimed for RawRwLock {
-    #[inline]
-    fn try_lock_shared_recursive_for(&self, timeout: Duration) -> Option<Shared> {
-        self.0.try_lock_shared_recursive_for(timeout)
-    }
-    #[inline]
-    fn try_lock_shared_recursive_until(&self, deadline: Instant) -> Option<Shared> {
-        self.0.try_lock_shared_recursive_until(deadline)
-    }
-}
-
-// SAFETY: as above, under 0.4's stateless signatures.
 unsafe impl v4::RawRwLockRecursive for RawRwLock {
-    #[inline]
-    fn lock_shared_recursive(&self) {
-        keep(self.0.lock_shared_recursive());
-    }
-    #[inline]
-    fn try_lock_shared_recursive(&self) -> bool {
-        kept(self.0.try_lock_shared_recursive())
+    v4_stateless! {
+        acquire lock_shared_recursive;
+        attempt try_lock_shared_recursive();
     }
 }
 
 // SAFETY: as above.
 unsafe impl v4::RawRwLockRecursiveTimed for RawRwLock {
-    #[inline]
-    fn try_lock_shared_recursive_for(&self, timeout: Duration) -> bool {
-        kept(self.0.try_lock_shared_recursive_for(timeout))
-    }
-    #[inline]
-    fn try_lock_shared_recursive_until(&self, deadline: Instant) -> bool {
-        kept(self.0.try_lock_shared_recursive_until(deadline))
+    v4_stateless! {
+        attempt try_lock_shared_recursive_for(timeout: Duration);
+        attempt try_lock_shared_recursive_until(deadline: Instant);
     }
 }
 
 // SAFETY: as above.
 unsafe impl v4::RawRwLockUpgrade for RawRwLock {
-    #[inline]
-    fn lock_upgradable(&self) {
-        keep(self.0.lock_upgradable());
-    }
-    #[inline]
-    fn try_lock_upgradable(&self) -> bool {
-        kept(self.0.try_lock_upgradable())
-    }
-    #[inline]
-    unsafe fn unlock_upgradable(&self) {
-        // SAFETY: the caller holds the upgradable lock.
-        unsafe { self.0.unlock_upgradable(state()) }
-    }
-    #[inline]
-    unsafe fn upgrade(&self) {
-        // SAFETY: the caller holds the upgradable lock.
-        keep(unsafe { self.0.upgrade(state()) });
-    }
-    #[inline]
-    unsafe fn try_upgrade(&self) -> bool {
-        // SAFETY: the caller holds the upgradable lock.
-        upgraded(unsafe { self.0.try_upgrade(state()) })
+    v4_stateless! {
+        acquire lock_upgradable;
+        attempt try_lock_upgradable();
+        release unlock_upgradable;
+        held upgrade;
+        try_upgrade try_upgrade();
     }
 }
 
 // SAFETY: as above.
 unsafe impl v4::RawRwLockUpgradeFair for RawRwLock {
-    #[inline]
-    unsafe fn unlock_upgradable_fair(&self) {
-        // SAFETY: the caller holds the upgradable lock.
-        unsafe { self.0.unlock_upgradable_fair(state()) }
-    }
-    #[inline]
-    unsafe fn bump_upgradable(&self) {
-        let mut g = state();
-        // SAFETY: the caller holds the upgradable lock; it still does after.
-        unsafe { self.0.bump_upgradable(&mut g) };
-        keep(g);
+    v4_stateless! {
+        release unlock_upgradable_fair;
+        bump bump_upgradable;
     }
 }
 
 // SAFETY: as above.
 unsafe impl v4::RawRwLockUpgradeDowngrade for RawRwLock {
-    #[inline]
-    unsafe fn downgrade_upgradable(&self) {
-        // SAFETY: the caller holds the upgradable lock.
-        keep(unsafe { self.0.downgrade_upgradable(state()) });
-    }
-    #[inline]
-    unsafe fn downgrade_to_upgradable(&self) {
-        // SAFETY: the caller holds the exclusive lock.
-        keep(unsafe { self.0.downgrade_to_upgradable(state()) });
+    v4_stateless! {
+        held downgrade_upgradable;
+        held downgrade_to_upgradable;
     }
 }
 
 // SAFETY: as above.
 unsafe impl v4::RawRwLockUpgradeTimed for RawRwLock {
-    #[inline]
-    fn try_lock_upgradable_for(&self, timeout: Duration) -> bool {
-        kept(self.0.try_lock_upgradable_for(timeout))
-    }
-    #[inline]
-    fn try_lock_upgradable_until(&self, deadline: Instant) -> bool {
-        kept(self.0.try_lock_upgradable_until(deadline))
-    }
-    #[inline]
-    unsafe fn try_upgrade_for(&self, timeout: Duration) -> bool {
-        // SAFETY: the caller holds the upgradable lock.
-        upgraded(unsafe { self.0.try_upgrade_for(state(), timeout) })
-    }
-    #[inline]
-    unsafe fn try_upgrade_until(&self, deadline: Instant) -> bool {
-        // SAFETY: the caller holds the upgradable lock.
-        upgraded(unsafe { self.0.try_upgrade_until(state(), deadline) })
+    v4_stateless! {
+        attempt try_lock_upgradable_for(timeout: Duration);
+        attempt try_lock_upgradable_until(deadline: Instant);
+        try_upgrade try_upgrade_for(timeout: Duration);
+        try_upgrade try_upgrade_until(deadline: Instant);
     }
 }
 
-// SAFETY: a thread-local's address is unique among live threads and
-// never zero, as parking_lot 0.12's `RawThreadId` relies on.
-unsafe impl v4::GetThreadId for RawThreadId {
-    #[allow(clippy::declare_interior_mutable_const)]
-    const INIT: Self = RawThreadId;
-    #[inline]
-    fn nonzero_thread_id(&self) -> NonZeroUsize {
-        v5::GetThreadId::nonzero_thread_id(&pl::RawThreadId)
-    }
+/// `GetThreadId` of one lock_api version: the 0.13 crate's thread id.
+macro_rules! thread_id {
+    ($v:ident) => {
+        // SAFETY: a thread-local's address is unique among live threads
+        // and never zero, as parking_lot 0.12's `RawThreadId` relies on.
+        unsafe impl $v::GetThreadId for RawThreadId {
+            #[allow(clippy::declare_interior_mutable_const)]
+            const INIT: Self = RawThreadId;
+            #[inline]
+            fn nonzero_thread_id(&self) -> NonZeroUsize {
+                v5::GetThreadId::nonzero_thread_id(&pl::RawThreadId)
+            }
+        }
+    };
 }
 
-// SAFETY: as above.
-unsafe impl v5::GetThreadId for RawThreadId {
-    #[allow(clippy::declare_interior_mutable_const)]
-    const INIT: Self = RawThreadId;
-    #[inline]
-    fn nonzero_thread_id(&self) -> NonZeroUsize {
-        v5::GetThreadId::nonzero_thread_id(&pl::RawThreadId)
-    }
-}
+thread_id!(v4);
+thread_id!(v5);

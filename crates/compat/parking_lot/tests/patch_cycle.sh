@@ -8,24 +8,17 @@
 #
 # Usage: bash crates/compat/parking_lot/tests/patch_cycle.sh
 set -euo pipefail
-root=$(cd "$(dirname "$0")/../../../.." && pwd)
-target=${CARGO_TARGET_DIR:-$root/target/compat}
-case $target in /*) ;; *) target=$root/$target ;; esac
-scratch=$target/patch_cycle
+. "$(dirname "$0")/scratch.sh"
+scratch=$compat_target/patch_cycle
 
 project() { # name, tracing-subscriber features
     local dir=$scratch/$1
-    mkdir -p "$dir/src"
+    scratch_package "$dir" "$1"
     : >"$dir/src/lib.rs"
-    cat >"$dir/Cargo.toml" <<TOML
-[workspace]
-[package]
-name = "$1"
-version = "0.0.0"
-edition = "2021"
-publish = false
+    cat >>"$dir/Cargo.toml" <<TOML
 [dependencies]
-# Without `prometheus`: prometheus-client wants parking_lot 0.12 too.
+# Without the prometheus feature: prometheus-client wants parking_lot 0.12 too
+# (no backquotes in this unquoted heredoc: they would run a command).
 lockmeter = { path = "$root/crates/lockmeter", default-features = false }
 tracing-subscriber = { version = "0.3", features = [$2] }
 # Something that depends on parking_lot 0.12, as a user's tree would.

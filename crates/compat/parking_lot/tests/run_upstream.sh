@@ -10,24 +10,17 @@
 # Prints one `upstream <mode>: N passed, M failed` line per mode; exits
 # non-zero if a mode fails to build or any test fails.
 set -euo pipefail
-root=$(cd "$(dirname "$0")/../../../.." && pwd)
+. "$(dirname "$0")/scratch.sh"
 cd "$root"
 version=${PARKING_LOT_VERSION:-0.12.5}
-export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$root/target/compat}
-case $CARGO_TARGET_DIR in /*) ;; *) CARGO_TARGET_DIR=$root/$CARGO_TARGET_DIR ;; esac
+export CARGO_TARGET_DIR=$compat_target
 scratch=$CARGO_TARGET_DIR/upstream
 modules="mutex rwlock condvar remutex fair_mutex"
 
 # 1. Fetch parking_lot's source through an ordinary dependency, and ask
 #    cargo where it put it.
-mkdir -p "$scratch/fetch/src"
-cat >"$scratch/fetch/Cargo.toml" <<TOML
-[workspace]
-[package]
-name = "fetch-parking-lot-source"
-version = "0.0.0"
-edition = "2021"
-publish = false
+scratch_package "$scratch/fetch" fetch-parking-lot-source
+cat >>"$scratch/fetch/Cargo.toml" <<TOML
 [dependencies]
 parking_lot = "=$version"
 TOML
@@ -45,14 +38,8 @@ echo "upstream tests from $src"
 #    equivalent (lib.rs below).
 make_crate() { # name, dependency line, import root
     local dir=$scratch/$1
-    rm -rf "$dir/src" && mkdir -p "$dir/src"
-    cat >"$dir/Cargo.toml" <<TOML
-[workspace]
-[package]
-name = "$1"
-version = "0.0.0"
-edition = "2021"
-publish = false
+    rm -rf "$dir/src" && scratch_package "$dir" "$1"
+    cat >>"$dir/Cargo.toml" <<TOML
 [dependencies]
 $2
 lock_api = "0.5"

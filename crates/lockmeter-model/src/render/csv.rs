@@ -46,14 +46,24 @@ const DIST_PARTS: &[&str] = &[
 ///
 /// Rows come in the order of the text table: a `row=lock` line with the
 /// lock's totals, then (if `opts.sites`) a `row=site` line per call site.
-/// Columns: `row, lock_id, lock_name, kind, parent, site, mode, instances`,
+/// Columns: `row, lock_id, lock_name, kind, parent, site, mode, instances`
+/// (a merged table: `pid` after `mode`),
 /// the counters, `con_pct, util_pct`, then `hold_*`, `wait_*` (count,
 /// total, min, mean, p50, p90, p99, max, in ns), the wait-queue counters
 /// and `wake_latency_*`. Percentages have two decimals; a value that is
 /// not a finite number is left empty.
 pub fn csv_table(snap: &Snapshot, opts: &TableOptions) -> String {
     let mut out = String::new();
-    push_line(&mut out, header());
+    // A table merged over processes has a `pid` column after `mode`; one
+    // process's table has none, as it always had.
+    let pids = snap.has_pids();
+    let with_pid = |mut row: Vec<String>, pid: String| {
+        if pids {
+            row.insert(NAME_COLUMNS.len(), pid);
+        }
+        row
+    };
+    push_line(&mut out, with_pid(header(), "pid".to_string()));
     let (order, _) = lock_order(snap, opts);
     let elapsed_ns = snap.window.elapsed_ns;
     for (i, _) in order {
@@ -62,20 +72,22 @@ pub fn csv_table(snap: &Snapshot, opts: &TableOptions) -> String {
         };
         push_line(
             &mut out,
-            lock_row(lock, None, None, &lock.total, elapsed_ns),
+            with_pid(
+                lock_row(lock, None, None, &lock.total, elapsed_ns),
+                String::new(),
+            ),
         );
         if opts.sites {
             for site in sorted_sites(lock, elapsed_ns, opts) {
-                push_line(
-                    &mut out,
-                    lock_row(
-                        lock,
-                        Some(&site.site),
-                        site.mode.as_deref(),
-                        &site.stats,
-                        elapsed_ns,
-                    ),
+                let row = lock_row(
+                    lock,
+                    Some(&site.site),
+                    site.mode.as_deref(),
+                    &site.stats,
+                    elapsed_ns,
                 );
+                let pid = site.pid.map_or(String::new(), |p| p.to_string());
+                push_line(&mut out, with_pid(row, pid));
             }
         }
     }

@@ -167,22 +167,14 @@ pub fn diff_text(d: &SnapshotDiff, opts: &TableOptions) -> String {
 
 /// `name (pid N)  window 2.00s  clock tsc  4 lock classes`.
 fn side_summary(s: &SideInfo) -> String {
-    let name = if s.process.name.is_empty() {
-        "(unnamed)".to_string()
-    } else {
-        sanitize(&s.process.name)
-    };
-    let mut text = format!(
-        "{name} (pid {})  window {}  clock {}  {} lock classes",
-        s.process.pid,
-        format_ns(s.window.elapsed_ns),
-        sanitize(&s.clock),
-        s.locks
+    let mut text = super::heading(
+        &s.process,
+        s.window.elapsed_ns,
+        &s.clock,
+        s.locks,
+        "",
+        &s.sampling,
     );
-    let every = s.sampling.uncontended_hold_every;
-    if every > 1 {
-        let _ = write!(text, "  hold sampled 1/{every} uncontended");
-    }
     if s.dropped_records > 0 {
         let _ = write!(text, "  dropped {} records", s.dropped_records);
     }

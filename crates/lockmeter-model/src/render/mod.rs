@@ -23,7 +23,7 @@ mod text;
 
 pub use self::csv::csv_table;
 pub use self::diff_report::{diff_csv, diff_text};
-pub use self::now::now_text;
+pub use self::now::{holder_line, mode_suffix, now_text, waiter_line};
 pub use self::order::{sorted_lock_rows, sorted_locks, sorted_sites, LockRow};
 pub use self::sort::{ParseSortKeyError, SortKey, TableOptions};
 pub use self::text::{text_table, text_table_with};
@@ -39,4 +39,35 @@ pub fn json(snap: &Snapshot) -> String {
         Ok(text) => text,
         Err(e) => serde_json::json!({ "error": e.to_string() }).to_string(),
     }
+}
+
+/// `name (pid N)  window 2.00s  clock tsc  4 lock classes`, then `shown`
+/// (e.g. ` (3 shown)`) and how holds were sampled: the head of the text
+/// table and of each side of a diff report.
+fn heading(
+    process: &crate::ProcessInfo,
+    elapsed_ns: u64,
+    clock: &str,
+    locks: usize,
+    shown: &str,
+    sampling: &crate::Sampling,
+) -> String {
+    use crate::format::{format_ns, sanitize};
+    use std::fmt::Write as _;
+    let name = if process.name.is_empty() {
+        "(unnamed)".to_string()
+    } else {
+        sanitize(&process.name)
+    };
+    let mut s = format!(
+        "{name} (pid {})  window {}  clock {}  {locks} lock classes{shown}",
+        process.pid,
+        format_ns(elapsed_ns),
+        sanitize(clock),
+    );
+    let every = sampling.uncontended_hold_every;
+    if every > 1 {
+        let _ = write!(s, "  hold sampled 1/{every} uncontended");
+    }
+    s
 }

@@ -8,7 +8,7 @@
 use std::fmt::Write as _;
 
 use crate::format::{format_ns, sanitize};
-use crate::now::{Deadlock, NowLock};
+use crate::now::{Deadlock, NowHolder, NowLock, NowWaiter, ThreadRef};
 use crate::Snapshot;
 
 /// The `now`, `deadlocks` and `lock_order` parts of `snap` as text.
@@ -109,7 +109,55 @@ fn deadlock(out: &mut String, n: usize, d: &Deadlock) {
 }
 
 fn mode(m: Option<&str>) -> String {
+    mode_suffix(m)
+}
+
+/// ` (write)` after a lock or a time, or nothing: how a mode is shown.
+pub fn mode_suffix(m: Option<&str>) -> String {
     m.map(|m| format!(" ({m})")).unwrap_or_default()
+}
+
+/// `held    1.2ms (write) by worker (tid 7) at src/a.rs:3:9  STALLED`:
+/// a holder as the report and the viewer's "now" pane show it.
+pub fn holder_line(h: &NowHolder) -> String {
+    occupant(
+        "held   ",
+        h.held_ns,
+        h.mode.as_deref(),
+        &h.thread,
+        &h.site,
+        h.stalled,
+    )
+}
+
+/// `waiting 3.0ms by ...`: a waiter, as [`holder_line`] shows a holder.
+pub fn waiter_line(w: &NowWaiter) -> String {
+    occupant(
+        "waiting",
+        w.waiting_ns,
+        w.mode.as_deref(),
+        &w.thread,
+        &w.site,
+        w.stalled,
+    )
+}
+
+fn occupant(
+    verb: &str,
+    ns: u64,
+    m: Option<&str>,
+    thread: &ThreadRef,
+    site: &str,
+    stalled: bool,
+) -> String {
+    format!(
+        "{verb} {:>8}{} by {} at {}{}",
+        format_ns(ns),
+        mode(m),
+        sanitize(&thread.label()),
+        sanitize(site),
+        if stalled { "  STALLED" } else { "" }
+    )
 }
 
 fn lock(out: &mut String, l: &NowLock) {
@@ -121,26 +169,10 @@ fn lock(out: &mut String, l: &NowLock) {
         sanitize(&l.instance)
     );
     for h in &l.holders {
-        let _ = writeln!(
-            out,
-            "  held    {:>8}{} by {} at {}{}",
-            format_ns(h.held_ns),
-            mode(h.mode.as_deref()),
-            sanitize(&h.thread.label()),
-            sanitize(&h.site),
-            if h.stalled { "  STALLED" } else { "" }
-        );
+        let _ = writeln!(out, "  {}", holder_line(h));
     }
     for w in &l.waiters {
-        let _ = writeln!(
-            out,
-            "  waiting {:>8}{} by {} at {}{}",
-            format_ns(w.waiting_ns),
-            mode(w.mode.as_deref()),
-            sanitize(&w.thread.label()),
-            sanitize(&w.site),
-            if w.stalled { "  STALLED" } else { "" }
-        );
+        let _ = writeln!(out, "  {}", waiter_line(w));
     }
 }
 

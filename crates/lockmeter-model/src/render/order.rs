@@ -66,7 +66,7 @@ pub fn sorted_sites<'a>(
 ) -> Vec<&'a SiteStats> {
     let mut sites: Vec<&SiteStats> = lock.sites.iter().collect();
     sites.sort_by(|a, b| {
-        let by_name = || a.site.cmp(&b.site).then_with(|| a.mode.cmp(&b.mode));
+        let by_name = || a.key().cmp(&b.key());
         if opts.sort == SortKey::Name {
             directed(by_name(), opts.descending)
         } else {

@@ -58,6 +58,20 @@ impl Column {
     }
 }
 
+/// The title of the process column of a merged table.
+const PID_TITLE: &str = "PID";
+
+impl Line {
+    /// A row's cells, process and NAME text; `None` for other lines.
+    fn row(&self) -> Option<(&[Cell; 8], Option<u32>, &str)> {
+        match self {
+            Line::Row(cells, name) => Some((cells, None, name)),
+            Line::Site(cells, pid, name) => Some((cells, *pid, name)),
+            _ => None,
+        }
+    }
+}
+
 /// Spaces between columns.
 const GAP: &str = "  ";
 /// Extra indentation of the NAME cell per nesting level.
@@ -108,25 +122,19 @@ pub fn text_table_with(snap: &Snapshot, opts: &TableOptions, thresholds: &Thresh
 
 /// The line above the table: which process, which window, how trustworthy.
 fn summary(snap: &Snapshot, shown: usize) -> String {
-    let name = if snap.process.name.is_empty() {
-        "(unnamed)".to_string()
+    let shown = if shown == snap.locks.len() {
+        String::new()
     } else {
-        sanitize(&snap.process.name)
+        format!(" ({shown} shown)")
     };
-    let mut s = format!(
-        "{name} (pid {})  window {}  clock {}  {} lock classes",
-        snap.process.pid,
-        format_ns(snap.window.elapsed_ns),
-        sanitize(&snap.clock),
-        snap.locks.len()
+    let mut s = super::heading(
+        &snap.process,
+        snap.window.elapsed_ns,
+        &snap.clock,
+        snap.locks.len(),
+        &shown,
+        &snap.sampling,
     );
-    if shown != snap.locks.len() {
-        let _ = write!(s, " ({shown} shown)");
-    }
-    let every = snap.sampling.uncontended_hold_every;
-    if every > 1 {
-        let _ = write!(s, "  hold sampled 1/{every} uncontended");
-    }
     if snap.dropped_records > 0 {
         let _ = write!(
             s,
@@ -149,6 +157,9 @@ enum Cell {
 enum Line {
     /// Cells of the eight numeric columns, then the NAME text.
     Row(Box<[Cell; 8]>, String),
+    /// A call site's row: like `Row`, with its process in a merged table
+    /// (the PID column, shown only when some site has one).
+    Site(Box<[Cell; 8]>, Option<u32>, String),
     /// Free text starting at the NAME column, indented by `usize`.
     Note(usize, String),
     /// An advisory, from the left margin.
@@ -206,8 +217,9 @@ fn push_lock(
         if let Some(mode) = &site.mode {
             let _ = write!(text, " ({})", sanitize(mode));
         }
-        lines.push(Line::Row(
+        lines.push(Line::Site(
             Box::new(cells(lock.kind, &site.stats, elapsed_ns)),
+            site.pid,
             text,
         ));
         // A lone site repeats the lock's numbers; its second line would too.
@@ -349,7 +361,9 @@ fn layout(lines: &[Line]) -> String {
     let mut widths = titles.clone().map(|t| t.len());
     let mut pair_widths = [(0usize, 0usize); 2];
     for line in lines {
-        let Line::Row(cells, _) = line else { continue };
+        let Some((cells, _, _)) = line.row() else {
+            continue;
+        };
         for (c, cell) in cells.iter().enumerate() {
             if let Cell::Pair(mean, max) = cell {
                 let k = usize::from(c == PAIR_COLUMNS[1]);
@@ -365,14 +379,24 @@ fn layout(lines: &[Line]) -> String {
         }
     }
     for line in lines {
-        let Line::Row(cells, _) = line else { continue };
+        let Some((cells, _, _)) = line.row() else {
+            continue;
+        };
         for (c, cell) in cells.iter().enumerate() {
             if let Cell::Text(t) = cell {
                 widths[c] = widths[c].max(t.chars().count());
             }
         }
     }
-    let name_col: usize = widths.iter().map(|w| w + GAP.len()).sum();
+    // The PID column, between the numbers and NAME, only in a table
+    // merged over processes: one process's table prints as it always did.
+    let pid_width = lines
+        .iter()
+        .filter_map(|l| l.row().and_then(|(_, pid, _)| pid))
+        .map(|pid| pid.to_string().len().max(PID_TITLE.len()))
+        .max();
+    let pid_col = pid_width.map_or(0, |w| w + GAP.len());
+    let name_col: usize = widths.iter().map(|w| w + GAP.len()).sum::<usize>() + pid_col;
 
     let mut out = String::new();
     let titles: Vec<String> = titles
@@ -380,10 +404,14 @@ fn layout(lines: &[Line]) -> String {
         .zip(&widths)
         .map(|(t, w)| format!("{t:>w$}"))
         .collect();
-    let _ = writeln!(out, "{}{GAP}NAME", titles.join(GAP));
+    let pid_title = pid_width.map_or(String::new(), |w| format!("{PID_TITLE:>w$}{GAP}"));
+    let _ = writeln!(out, "{}{GAP}{pid_title}NAME", titles.join(GAP));
     for line in lines {
         match line {
-            Line::Row(cells, name) => {
+            Line::Row(..) | Line::Site(..) => {
+                let Some((cells, pid, name)) = line.row() else {
+                    continue;
+                };
                 for (c, cell) in cells.iter().enumerate() {
                     let text = match cell {
                         Cell::Text(t) => t.clone(),
@@ -393,6 +421,10 @@ fn layout(lines: &[Line]) -> String {
                         }
                     };
                     let _ = write!(out, "{text:>w$}{GAP}", w = widths[c]);
+                }
+                if let Some(w) = pid_width {
+                    let pid = pid.map_or(String::new(), |p| p.to_string());
+                    let _ = write!(out, "{pid:>w$}{GAP}");
                 }
                 out.push_str(name);
             }

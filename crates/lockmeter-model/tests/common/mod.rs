@@ -71,6 +71,7 @@ pub fn site(site: &str, mode: Option<&str>, stats: Stats) -> SiteStats {
     SiteStats {
         site: site.to_string(),
         mode: mode.map(str::to_string),
+        pid: None,
         stats,
     }
 }
@@ -87,17 +88,60 @@ pub fn lock(
     for s in &sites {
         total.merge(&s.stats);
     }
-    LockStats {
-        id: id.to_string(),
-        display_name: None,
-        kind,
-        created_at: format!("examples/{}.rs:40:17", id.split('.').next().unwrap_or(id)),
-        instances: 1,
-        parent: parent.map(str::to_string),
-        total,
-        sites,
-        holders,
-    }
+    let mut l = LockStats::new(id, kind, total, sites);
+    l.created_at = format!("examples/{}.rs:40:17", id.split('.').next().unwrap_or(id));
+    l.parent = parent.map(str::to_string);
+    l.holders = holders;
+    l
+}
+
+/// Acquisitions at call site `name` (no mode).
+fn at(name: &str, stats: Stats) -> SiteStats {
+    site(name, None, stats)
+}
+
+/// A lock with one call site (no mode) and no holders.
+fn single(id: &str, kind: LockKind, parent: Option<&str>, at: &str, stats: Stats) -> LockStats {
+    lock(id, kind, parent, vec![site(at, None, stats)], vec![])
+}
+
+/// The epoll-like wait queue: `events` waits, each woken once (50 us
+/// asleep, 3 us to run), one waiter at a time.
+fn ep_wait(events: u64) -> LockStats {
+    let stats = wq(
+        events,
+        events,
+        events,
+        0,
+        1,
+        &[(50_000, events)],
+        &[(3_000, events)],
+    );
+    single("ep.wait", LockKind::Waitqueue, None, EP_POLL, stats)
+}
+
+/// The cache's rwlock: reads at one site, writes and reads at another,
+/// whose writes made `contended` waiters wait `wait_ns_total`.
+fn cache_rw(
+    reads: Stats,
+    writes: Stats,
+    rereads: Stats,
+    contended: u64,
+    wait_ns_total: u64,
+) -> LockStats {
+    const READ: &str = "examples/cache.rs:31:22";
+    const WRITE: &str = "examples/cache.rs:47:22";
+    lock(
+        "cache.rw",
+        LockKind::Rwlock,
+        None,
+        vec![
+            site(READ, Some("read"), reads),
+            site(WRITE, Some("write"), writes),
+            site(WRITE, Some("read"), rereads),
+        ],
+        vec![holder(WRITE, contended, wait_ns_total)],
+    )
 }
 
 pub fn holder(site: &str, contended: u64, wait_ns_total: u64) -> Holder {
@@ -109,27 +153,18 @@ pub fn holder(site: &str, contended: u64, wait_ns_total: u64) -> Holder {
 }
 
 fn snapshot(pid: u32, elapsed_ns: u64, locks: Vec<LockStats>) -> Snapshot {
-    Snapshot {
-        format: "lockmeter".to_string(),
-        version: 1,
-        process: ProcessInfo {
-            pid,
-            name: "lockbench".to_string(),
-        },
-        window: Window {
-            start_unix_ns: 1_700_000_000 * SEC,
-            end_unix_ns: 1_700_000_000 * SEC + elapsed_ns,
-            elapsed_ns,
-        },
-        clock: "tsc".to_string(),
-        dropped_records: 0,
-        sampling: Default::default(),
-        stacks: Default::default(),
-        locks,
-        now: Default::default(),
-        deadlocks: Vec::new(),
-        lock_order: Default::default(),
-    }
+    let process = ProcessInfo {
+        pid,
+        name: "lockbench".to_string(),
+    };
+    let mut s = Snapshot::empty(process, "tsc");
+    s.window = Window {
+        start_unix_ns: 1_700_000_000 * SEC,
+        end_unix_ns: 1_700_000_000 * SEC + elapsed_ns,
+        elapsed_ns,
+    };
+    s.locks = locks;
+    s
 }
 
 const SEM_DOWN: &str = "crates/lockmeter/src/semaphore.rs:120:9";
@@ -155,9 +190,8 @@ pub fn before() -> Snapshot {
             LockKind::Semaphore,
             None,
             vec![
-                site(
+                at(
                     PIPE_WRITE,
-                    None,
                     acq(
                         11254,
                         6430,
@@ -165,9 +199,8 @@ pub fn before() -> Snapshot {
                         &[(12_000, 6000), (90_000, 430)],
                     ),
                 ),
-                site(
+                at(
                     PIPE_READ,
-                    None,
                     acq(
                         11254,
                         6421,
@@ -186,9 +219,8 @@ pub fn before() -> Snapshot {
             LockKind::Spinlock,
             Some("pipe.sem"),
             vec![
-                site(
+                at(
                     SEM_DOWN,
-                    None,
                     acq(
                         22508,
                         12851,
@@ -196,54 +228,43 @@ pub fn before() -> Snapshot {
                         &[(1_400, 12800), (20_000, 51)],
                     ),
                 ),
-                site(
+                at(
                     SEM_ADD,
-                    None,
                     acq(22508, 5920, &[(250, 22508)], &[(700, 5900), (9_000, 20)]),
                 ),
-                site(
-                    SEM_UP,
-                    None,
-                    acq(22508, 2100, &[(200, 22508)], &[(500, 2100)]),
-                ),
+                at(SEM_UP, acq(22508, 2100, &[(200, 22508)], &[(500, 2100)])),
             ],
             vec![
                 holder(SEM_DOWN, 9000, 13_000_000),
                 holder(SEM_ADD, 8000, 9_000_000),
             ],
         ),
-        lock(
+        single(
             "pipe.sem.wait",
             LockKind::Waitqueue,
             Some("pipe.sem"),
-            vec![site(
-                SEM_WAIT,
-                None,
-                wq(
-                    12851,
-                    12851,
-                    12851,
-                    412,
-                    2,
-                    &[(9_000, 12000), (60_000, 851)],
-                    &[(4_000, 12851)],
-                ),
-            )],
-            vec![],
+            SEM_WAIT,
+            wq(
+                12851,
+                12851,
+                12851,
+                412,
+                2,
+                &[(9_000, 12000), (60_000, 851)],
+                &[(4_000, 12851)],
+            ),
         ),
         lock(
             "bkl",
             LockKind::Mutex,
             None,
             vec![
-                site(
+                at(
                     TCP_COPY,
-                    None,
                     acq(2000, 1500, &[(850_000, 2000)], &[(2_500_000, 1500)]),
                 ),
-                site(
+                at(
                     TCP_ACCEPT,
-                    None,
                     rejected(acq(3000, 900, &[(40_000, 3000)], &[(1_200_000, 900)]), 37),
                 ),
             ],
@@ -252,107 +273,57 @@ pub fn before() -> Snapshot {
                 holder(TCP_ACCEPT, 100, 90_000_000),
             ],
         ),
-        lock(
+        single(
             "accept.wait",
             LockKind::Waitqueue,
             None,
-            vec![site(
-                TCP_ACCEPT,
-                None,
-                rejected(
-                    wq(
-                        6000,
-                        500,
-                        6000,
-                        5500,
-                        12,
-                        &[(3_000_000, 6000)],
-                        &[(25_000, 5000), (400_000, 1000)],
-                    ),
-                    4,
+            TCP_ACCEPT,
+            rejected(
+                wq(
+                    6000,
+                    500,
+                    6000,
+                    5500,
+                    12,
+                    &[(3_000_000, 6000)],
+                    &[(25_000, 5000), (400_000, 1000)],
                 ),
-            )],
-            vec![],
+                4,
+            ),
         ),
-        lock(
+        single(
             "udp.rx.wait",
             LockKind::Waitqueue,
             None,
-            vec![site(
-                "examples/udp.rs:77:21",
-                None,
-                wq(
-                    4200,
-                    4000,
-                    4200,
-                    1500,
-                    2,
-                    &[(30_000, 4200)],
-                    &[(6_000, 4200)],
-                ),
-            )],
-            vec![],
+            "examples/udp.rs:77:21",
+            wq(
+                4200,
+                4000,
+                4200,
+                1500,
+                2,
+                &[(30_000, 4200)],
+                &[(6_000, 4200)],
+            ),
         ),
-        lock(
-            "cache.rw",
-            LockKind::Rwlock,
-            None,
-            vec![
-                site(
-                    "examples/cache.rs:31:22",
-                    Some("read"),
-                    acq(90000, 300, &[(1_000, 90000)], &[(5_000, 300)]),
-                ),
-                site(
-                    "examples/cache.rs:47:22",
-                    Some("write"),
-                    acq(1200, 700, &[(9_000, 1200)], &[(3_000, 700)]),
-                ),
-                site(
-                    "examples/cache.rs:47:22",
-                    Some("read"),
-                    acq(1200, 10, &[(800, 1200)], &[(2_000, 10)]),
-                ),
-            ],
-            vec![holder("examples/cache.rs:47:22", 980, 2_900_000)],
+        cache_rw(
+            acq(90000, 300, &[(1_000, 90000)], &[(5_000, 300)]),
+            acq(1200, 700, &[(9_000, 1200)], &[(3_000, 700)]),
+            acq(1200, 10, &[(800, 1200)], &[(2_000, 10)]),
+            980,
+            2_900_000,
         ),
         lock(
             "ep.wait.lock",
             LockKind::Spinlock,
             Some("ep.wait"),
             vec![
-                site(
-                    EP_POLL,
-                    None,
-                    acq(20000, 1200, &[(150, 20000)], &[(600, 1200)]),
-                ),
-                site(
-                    EP_WAKE,
-                    None,
-                    acq(20000, 1100, &[(180, 20000)], &[(600, 1100)]),
-                ),
+                at(EP_POLL, acq(20000, 1200, &[(150, 20000)], &[(600, 1200)])),
+                at(EP_WAKE, acq(20000, 1100, &[(180, 20000)], &[(600, 1100)])),
             ],
             vec![],
         ),
-        lock(
-            "ep.wait",
-            LockKind::Waitqueue,
-            None,
-            vec![site(
-                EP_POLL,
-                None,
-                wq(
-                    20000,
-                    20000,
-                    20000,
-                    0,
-                    1,
-                    &[(50_000, 20000)],
-                    &[(3_000, 20000)],
-                ),
-            )],
-            vec![],
-        ),
+        ep_wait(20000),
     ];
     let mut snap = snapshot(4242, w, locks);
     if let Some(cache) = snap.locks.iter_mut().find(|l| l.id == "cache.rw") {
@@ -373,16 +344,11 @@ pub fn after() -> Snapshot {
             LockKind::Spinlock,
             None,
             vec![
-                site(
+                at(
                     PIPE_WRITE,
-                    None,
                     acq(11254, 1200, &[(600, 11254)], &[(900, 1200)]),
                 ),
-                site(
-                    PIPE_READ,
-                    None,
-                    acq(11254, 1100, &[(500, 11254)], &[(800, 1100)]),
-                ),
+                at(PIPE_READ, acq(11254, 1100, &[(500, 11254)], &[(800, 1100)])),
             ],
             vec![
                 holder(PIPE_READ, 1200, 1_000_000),
@@ -394,102 +360,54 @@ pub fn after() -> Snapshot {
             LockKind::Mutex,
             None,
             vec![
-                site(
+                at(
                     TCP_COPY,
-                    None,
                     acq(7600, 400, &[(30_000, 7600)], &[(60_000, 400)]),
                 ),
-                site(
+                at(
                     TCP_ACCEPT,
-                    None,
                     acq(11400, 300, &[(40_000, 11400)], &[(50_000, 300)]),
                 ),
             ],
             vec![holder(TCP_ACCEPT, 420, 20_000_000)],
         ),
-        lock(
+        single(
             "accept.wait",
             LockKind::Waitqueue,
             None,
-            vec![site(
-                TCP_ACCEPT,
-                None,
-                wq(
-                    19000,
-                    19000,
-                    19000,
-                    0,
-                    12,
-                    &[(700_000, 19000)],
-                    &[(20_000, 19000)],
-                ),
-            )],
-            vec![],
+            TCP_ACCEPT,
+            wq(
+                19000,
+                19000,
+                19000,
+                0,
+                12,
+                &[(700_000, 19000)],
+                &[(20_000, 19000)],
+            ),
         ),
-        lock(
+        single(
             "udp.rx.wait",
             LockKind::Waitqueue,
             None,
-            vec![site(
-                "examples/udp.rs:77:21",
-                None,
-                wq(4300, 4300, 4300, 20, 2, &[(20_000, 4300)], &[(5_000, 4300)]),
-            )],
-            vec![],
+            "examples/udp.rs:77:21",
+            wq(4300, 4300, 4300, 20, 2, &[(20_000, 4300)], &[(5_000, 4300)]),
         ),
-        lock(
-            "cache.rw",
-            LockKind::Rwlock,
-            None,
-            vec![
-                site(
-                    "examples/cache.rs:31:22",
-                    Some("read"),
-                    acq(88000, 250, &[(1_000, 88000)], &[(5_000, 250)]),
-                ),
-                site(
-                    "examples/cache.rs:47:22",
-                    Some("write"),
-                    acq(1150, 650, &[(9_000, 1150)], &[(3_000, 650)]),
-                ),
-                site(
-                    "examples/cache.rs:47:22",
-                    Some("read"),
-                    acq(1150, 12, &[(800, 1150)], &[(2_000, 12)]),
-                ),
-            ],
-            vec![holder("examples/cache.rs:47:22", 900, 2_700_000)],
+        cache_rw(
+            acq(88000, 250, &[(1_000, 88000)], &[(5_000, 250)]),
+            acq(1150, 650, &[(9_000, 1150)], &[(3_000, 650)]),
+            acq(1150, 12, &[(800, 1150)], &[(2_000, 12)]),
+            900,
+            2_700_000,
         ),
-        lock(
+        single(
             "ep.wait.lock",
             LockKind::Spinlock,
             Some("ep.wait"),
-            vec![site(
-                EP_WAKE,
-                None,
-                acq(19000, 400, &[(180, 19000)], &[(500, 400)]),
-            )],
-            vec![],
+            EP_WAKE,
+            acq(19000, 400, &[(180, 19000)], &[(500, 400)]),
         ),
-        lock(
-            "ep.wait",
-            LockKind::Waitqueue,
-            None,
-            vec![site(
-                EP_POLL,
-                None,
-                wq(
-                    19000,
-                    19000,
-                    19000,
-                    0,
-                    1,
-                    &[(50_000, 19000)],
-                    &[(3_000, 19000)],
-                ),
-            )],
-            vec![],
-        ),
+        ep_wait(19000),
     ];
     let mut snap = snapshot(4300, w, locks);
     snap.dropped_records = 3;

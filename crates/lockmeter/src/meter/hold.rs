@@ -9,7 +9,7 @@ use crate::class::Mode;
 use crate::now;
 use crate::recorder::entry::Entry;
 use crate::slow;
-use crate::stacks::hooks::{self as stack_hooks, Captured};
+use crate::stacks::hooks::{self as stack_hooks, Captured, PackedCaptured};
 
 /// Makes a guard `!Send`, like parking_lot's `GuardNoSend`: a guard's hold
 /// is recorded into the entry of the thread that acquired, which only that
@@ -49,7 +49,7 @@ pub(crate) struct Hold {
     /// (null if unknown). The wait is recorded with the hold.
     behind: *mut Location<'static>,
     /// Contended only: the waiter stack captured after the wait, if one was.
-    stack: Option<Captured>,
+    stack: PackedCaptured,
     _not_send: GuardNoSend,
 }
 
@@ -89,7 +89,7 @@ impl Hold {
             start: 0,
             wait_ns: 0,
             behind: std::ptr::null_mut(),
-            stack: None,
+            stack: PackedCaptured::NONE,
             _not_send: GuardNoSend(PhantomData),
         }
     }
@@ -163,7 +163,7 @@ impl Hold {
             start,
             wait_ns,
             behind,
-            stack,
+            stack: PackedCaptured::pack(stack),
             ..Hold::with(Timing::Contended)
         }
     }
@@ -262,7 +262,7 @@ impl Hold {
         let wait_ns = match self.timing {
             Timing::Contended => {
                 e.end_contended_hold(Some(hold_ns), self.wait_ns, self.behind);
-                if let Some(c) = self.stack {
+                if let Some(c) = self.stack.unpack() {
                     stack_hooks::waiter_held(e, c, hold_ns);
                 }
                 self.wait_ns

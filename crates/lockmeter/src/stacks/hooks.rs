@@ -18,6 +18,38 @@ pub(crate) struct Captured {
     weight: f64,
 }
 
+/// An `Option<Captured>` in one word, as a hold carries it: every field a
+/// guard carries is one more register through the acquisition's merge of
+/// paths, and the unobserved path pays for it. Zero is `None`; otherwise
+/// the slot plus one is the low half and the weight, as an `f32` (a
+/// relative error of 6e-8 on a sampling weight), the high half.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct PackedCaptured(u64);
+
+impl PackedCaptured {
+    /// No stack was captured.
+    pub(crate) const NONE: PackedCaptured = PackedCaptured(0);
+
+    #[inline]
+    pub(crate) fn pack(c: Option<Captured>) -> PackedCaptured {
+        match c {
+            None => PackedCaptured::NONE,
+            Some(c) => PackedCaptured(
+                u64::from((c.weight as f32).to_bits()) << 32 | u64::from(c.slot.0 + 1),
+            ),
+        }
+    }
+
+    #[inline]
+    pub(crate) fn unpack(self) -> Option<Captured> {
+        let slot = (self.0 & u64::from(u32::MAX)) as u32;
+        (slot != 0).then(|| Captured {
+            slot: SlotId(slot - 1),
+            weight: f64::from(f32::from_bits((self.0 >> 32) as u32)),
+        })
+    }
+}
+
 /// After a contended wait of `wait_ns`: maybe captures the waiter's stack
 /// (with probability `min(1, wait / rate)`).
 #[cold]
@@ -44,4 +76,23 @@ pub(crate) fn holder(rec: &Recorder, e: &Entry, weight: f64, blamed_ns: u64) {
     let mut buf = [0usize; MAX_STACK_DEPTH];
     let n = capture(&mut buf[..rec.stacks.depth]);
     e.stacks.record(Side::Holder, &buf[..n], weight, blamed_ns);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_packed_capture_unpacks_to_itself() {
+        assert!(PackedCaptured::NONE.unpack().is_none());
+        for (slot, weight) in [(0u32, 1.0f64), (7, 3.5), (u32::MAX - 1, 1e9)] {
+            let c = Captured {
+                slot: SlotId(slot),
+                weight,
+            };
+            let back = PackedCaptured::pack(Some(c)).unpack().unwrap();
+            assert_eq!(back.slot, c.slot);
+            assert!((back.weight - weight).abs() <= weight * 1e-7);
+        }
+    }
 }

@@ -81,7 +81,7 @@ struct Table {
 /// Which slot a captured stack went into, so its hold can be added when
 /// it ends ([`EntryStacks::add_hold`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct SlotId(u32);
+pub(crate) struct SlotId(pub(super) u32);
 
 /// The captured stacks of one entry, or nothing yet.
 pub(crate) struct EntryStacks {

@@ -29,6 +29,65 @@ pub fn spawn_observed<R: Send + 'static>(
     std::thread::spawn(move || tracing::dispatcher::with_default(&dispatch, f))
 }
 
+/// Starts `n` observed threads ([`spawn_observed`]); thread `i` runs
+/// `f(&shared, i)`.
+pub fn spawn_each<T: Send + Sync + 'static>(
+    n: u64,
+    shared: &Arc<T>,
+    f: impl Fn(&T, u64) + Send + Sync + 'static,
+) -> Vec<std::thread::JoinHandle<()>> {
+    let f = Arc::new(f);
+    (0..n)
+        .map(|i| {
+            let (shared, f) = (Arc::clone(shared), Arc::clone(&f));
+            spawn_observed(move || f(&shared, i))
+        })
+        .collect()
+}
+
+/// Starts an observed thread per item of `each`, releases them all at
+/// once (a barrier, so that they contend), each running
+/// `body(&shared, item)`, and joins them.
+pub fn all_at_once<T, I>(
+    shared: &Arc<T>,
+    each: impl IntoIterator<Item = I>,
+    body: impl Fn(&T, I) + Send + Sync + 'static,
+) where
+    T: Send + Sync + 'static,
+    I: Send + 'static,
+{
+    let each: Vec<I> = each.into_iter().collect();
+    let barrier = Arc::new(std::sync::Barrier::new(each.len()));
+    let body = Arc::new(body);
+    let threads = each
+        .into_iter()
+        .map(|item| {
+            let (shared, barrier, body) = (Arc::clone(shared), barrier.clone(), body.clone());
+            spawn_observed(move || {
+                barrier.wait();
+                body(&shared, item);
+            })
+        })
+        .collect();
+    join_all(threads);
+}
+
+/// Joins every thread, passing a panic on.
+pub fn join_all(threads: Vec<std::thread::JoinHandle<()>>) {
+    for t in threads {
+        t.join().unwrap();
+    }
+}
+
+/// [`spawn_each`], then [`join_all`]: every thread has exited on return.
+pub fn on_each<T: Send + Sync + 'static>(
+    n: u64,
+    shared: &Arc<T>,
+    f: impl Fn(&T, u64) + Send + Sync + 'static,
+) {
+    join_all(spawn_each(n, shared, f));
+}
+
 pub fn lock<'a>(snap: &'a Snapshot, id: &str) -> &'a LockStats {
     snap.lock(id).unwrap_or_else(|| {
         let ids: Vec<&str> = snap.locks.iter().map(|l| l.id.as_str()).collect();

@@ -72,6 +72,7 @@ impl FakeSource {
             sites: vec![SiteStats {
                 site: "tests/fake.rs:2:5".into(),
                 mode: None,
+                pid: None,
                 stats,
             }],
             holders: Vec::new(),

@@ -4,13 +4,13 @@
 #![allow(dead_code, reason = "each test binary uses a different subset")]
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::process::{Command, Output, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
+
+use crate::child_common::Child;
 
 pub const TIMEOUT: Duration = Duration::from_secs(10);
 pub const PATIENCE: Duration = Duration::from_secs(60);
@@ -18,45 +18,9 @@ pub const PATIENCE: Duration = Duration::from_secs(60);
 /// The upper bounds of the bucket a ~24 ms wait lands in, in seconds.
 pub const WAIT_BUCKET: (f64, f64) = (0.016777215, 0.033554431);
 
-/// The demo binary, built if `cargo test` did not build it already.
-pub fn demo_exe() -> PathBuf {
-    static EXE: OnceLock<PathBuf> = OnceLock::new();
-    EXE.get_or_init(|| {
-        let test_exe = std::env::current_exe().unwrap();
-        // target/<profile>/deps/<test> -> target/<profile>
-        let profile_dir = test_exe
-            .parent()
-            .and_then(Path::parent)
-            .unwrap()
-            .to_path_buf();
-        let exe = profile_dir.join("examples").join("prometheus_demo");
-        let mut cargo = Command::new(env!("CARGO"));
-        cargo.args([
-            "build",
-            "--quiet",
-            "-p",
-            "lockmeter",
-            "--example",
-            "prometheus_demo",
-        ]);
-        if profile_dir.ends_with("release") {
-            cargo.arg("--release");
-        }
-        if let Some(target_dir) = profile_dir.parent() {
-            cargo.env("CARGO_TARGET_DIR", target_dir);
-        }
-        let status = cargo.status().expect("cannot run cargo to build the demo");
-        assert!(status.success(), "building examples/prometheus_demo failed");
-        exe
-    })
-    .clone()
-}
-
 /// A running demo with its Prometheus endpoint.
 pub struct Demo {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    stderr: Arc<Mutex<String>>,
+    proc: Child,
     pub acquisitions: u64,
     pub waits: u64,
     pub addr: SocketAddr,
@@ -65,54 +29,14 @@ pub struct Demo {
 impl Demo {
     /// Starts the demo serving on `listen` and waits until it is ready.
     pub fn start(listen: &str, args: &[&str]) -> Demo {
-        let mut cmd = Command::new(demo_exe());
-        for (k, _) in std::env::vars_os() {
-            if k.to_string_lossy().starts_with("LOCKMETER_") {
-                cmd.env_remove(k);
-            }
-        }
-        cmd.env("LOCKMETER_PROMETHEUS", listen)
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = cmd.spawn().expect("cannot start the demo");
-        let stderr = Arc::new(Mutex::new(String::new()));
-        let mut err = child.stderr.take().unwrap();
-        let sink = Arc::clone(&stderr);
-        thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            while let Ok(n) = err.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                sink.lock()
-                    .unwrap()
-                    .push_str(&String::from_utf8_lossy(&buf[..n]));
-            }
-        });
-        let mut out = BufReader::new(child.stdout.take().unwrap());
-        let mut line = String::new();
-        out.read_line(&mut line).unwrap();
-        let nums: Vec<u64> = line
-            .strip_prefix("ready ")
-            .map(|r| {
-                r.split_whitespace()
-                    .filter_map(|n| n.parse().ok())
-                    .collect()
-            })
-            .unwrap_or_default();
-        if nums.len() != 2 {
-            let _ = child.kill();
-            panic!(
-                "the demo did not get ready: {line:?}; stderr: {}",
-                stderr.lock().unwrap()
-            );
-        }
+        let mut proc = Child::start("prometheus_demo", &[("LOCKMETER_PROMETHEUS", listen)], args);
+        let [acquisitions, waits] = proc.ready()[..] else {
+            panic!("`ready` without 2 numbers; stderr: {}", proc.stderr());
+        };
         let mut addr = None;
         let end = Instant::now() + PATIENCE;
         while addr.is_none() && Instant::now() < end {
-            addr = stderr.lock().unwrap().lines().find_map(|l| {
+            addr = proc.stderr().lines().find_map(|l| {
                 l.strip_prefix("lockmeter: Prometheus metrics on http://")
                     .and_then(|a| a.strip_suffix("/metrics"))
                     .and_then(|a| a.parse().ok())
@@ -120,38 +44,42 @@ impl Demo {
             thread::sleep(Duration::from_millis(10));
         }
         let Some(addr) = addr else {
-            let _ = child.kill();
-            panic!("no address announced; stderr: {}", stderr.lock().unwrap());
+            panic!("no address announced; stderr: {}", proc.stderr());
         };
-        let stdin = child.stdin.take();
         Demo {
-            child,
-            stdin,
-            stderr,
-            acquisitions: nums[0],
-            waits: nums[1],
+            proc,
+            acquisitions,
+            waits,
             addr,
         }
     }
 
     pub fn stderr(&self) -> String {
-        self.stderr.lock().unwrap().clone()
+        self.proc.stderr()
     }
 
     /// Closes stdin; the demo exits normally.
     pub fn finish(mut self) {
-        drop(self.stdin.take());
-        let _ = self.child.wait();
+        drop(self.proc.stdin.take());
+        let _ = self.proc.child.wait();
     }
 }
 
-impl Drop for Demo {
-    fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-    }
+/// Runs `cmd` with `input` on its stdin; its output.
+pub fn pipe_through(cmd: &mut Command, input: &str) -> Output {
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
 }
 
 /// An HTTP/1.0 response: status code, headers (lowercase names), body.

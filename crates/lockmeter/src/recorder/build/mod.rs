@@ -307,6 +307,7 @@ impl Grouper {
                 lock.sites.push(SiteStats {
                     site: names.text(row.site).to_string(),
                     mode: row.mode.label().map(str::to_string),
+                    pid: None,
                     stats: Stats::default(),
                 });
             }

@@ -102,6 +102,7 @@ fn plain_group(records: Vec<Plain>) -> Vec<LockStats> {
             None => lock.sites.push(SiteStats {
                 site: r.site,
                 mode,
+                pid: None,
                 stats: r.stats,
             }),
         }
