@@ -64,6 +64,65 @@ macro_rules! timed_acquisitions {
     )*};
 }
 
+/// The plain acquisitions of a mode: the blocking `$lock` (and its
+/// `$at`, metered at a given site, which guards use to reacquire) over the
+/// raw lock's `$raw_lock`, and `$try` over `$raw_try`. All stay
+/// `#[inline]`: they are the acquisition paths.
+macro_rules! acquisitions {
+    ($(
+        $(#[$doc:meta])* $lock:ident / $at:ident = $raw_lock:ident,
+        $(#[$try_doc:meta])* $try:ident = $raw_try:ident,
+        $mode:ident -> $guard:ident($raw_guard:ident);
+    )*) => {$(
+        $(#[$doc])*
+        #[track_caller]
+        #[inline]
+        pub fn $lock(&self) -> $guard<'_, R, T> {
+            let (raw, hold) = self.$at(Location::caller());
+            $guard::new(self, raw, hold)
+        }
+
+        #[inline]
+        pub(crate) fn $at(&self, site: &'static Location<'static>) -> (R::$raw_guard, Hold) {
+            meter::acquire(
+                &self.meta,
+                site,
+                Mode::$mode,
+                || self.raw.$raw_lock(),
+                || self.raw.$raw_try(),
+                || (self.raw.$raw_lock(), 0, 0),
+            )
+        }
+
+        $(#[$try_doc])*
+        #[track_caller]
+        #[inline]
+        pub fn $try(&self) -> Option<$guard<'_, R, T>> {
+            meter::try_acquire(&self.meta, Location::caller(), Mode::$mode, || {
+                self.raw.$raw_try()
+            })
+            .map(|(raw, hold)| $guard::new(self, raw, hold))
+        }
+    )*};
+}
+
+/// `force_unlock_*`: releases, through the raw lock's `$unlock`, a lock
+/// held in that mode through a forgotten guard. The raw guard token is
+/// `Default`, as parking_lot's zero-sized markers are.
+macro_rules! force_unlocks {
+    ($( $(#[$doc:meta])* $name:ident = $unlock:ident($raw_guard:ident); )*) => {$(
+        $(#[$doc])*
+        pub unsafe fn $name(&self)
+        where
+            R::$raw_guard: Default,
+        {
+            // SAFETY: the caller promises a lock held in this mode through
+            // a forgotten guard.
+            unsafe { self.raw.$unlock(Default::default()) }
+        }
+    )*};
+}
+
 /// A reader-writer lock over the raw lock `R` that records contention per
 /// call site and mode.
 ///
@@ -168,64 +227,18 @@ impl<R: RawRwLock, T> MeteredRwLock<R, T> {
 }
 
 impl<R: RawRwLock, T: ?Sized> MeteredRwLock<R, T> {
-    /// Acquires shared read access, blocking while a writer holds the lock.
-    #[track_caller]
-    #[inline]
-    pub fn read(&self) -> MeteredReadGuard<'_, R, T> {
-        let (raw, hold) = self.read_at(Location::caller());
-        MeteredReadGuard::new(self, raw, hold)
-    }
+    acquisitions! {
+        /// Acquires shared read access, blocking while a writer holds the lock.
+        read / read_at = lock_shared,
+        /// Read access if available now; a failure counts in RJECT.
+        try_read = try_lock_shared,
+        Read -> MeteredReadGuard(SharedGuard);
 
-    #[inline]
-    pub(crate) fn read_at(&self, site: &'static Location<'static>) -> (R::SharedGuard, Hold) {
-        meter::acquire(
-            &self.meta,
-            site,
-            Mode::Read,
-            || self.raw.lock_shared(),
-            || self.raw.try_lock_shared(),
-            || (self.raw.lock_shared(), 0, 0),
-        )
-    }
-
-    /// Acquires exclusive write access, blocking until no one holds the lock.
-    #[track_caller]
-    #[inline]
-    pub fn write(&self) -> MeteredWriteGuard<'_, R, T> {
-        let (raw, hold) = self.write_at(Location::caller());
-        MeteredWriteGuard::new(self, raw, hold)
-    }
-
-    #[inline]
-    pub(crate) fn write_at(&self, site: &'static Location<'static>) -> (R::ExclusiveGuard, Hold) {
-        meter::acquire(
-            &self.meta,
-            site,
-            Mode::Write,
-            || self.raw.lock_exclusive(),
-            || self.raw.try_lock_exclusive(),
-            || (self.raw.lock_exclusive(), 0, 0),
-        )
-    }
-
-    /// Read access if available now; a failure counts in RJECT.
-    #[track_caller]
-    #[inline]
-    pub fn try_read(&self) -> Option<MeteredReadGuard<'_, R, T>> {
-        meter::try_acquire(&self.meta, Location::caller(), Mode::Read, || {
-            self.raw.try_lock_shared()
-        })
-        .map(|(raw, hold)| MeteredReadGuard::new(self, raw, hold))
-    }
-
-    /// Write access if available now; a failure counts in RJECT.
-    #[track_caller]
-    #[inline]
-    pub fn try_write(&self) -> Option<MeteredWriteGuard<'_, R, T>> {
-        meter::try_acquire(&self.meta, Location::caller(), Mode::Write, || {
-            self.raw.try_lock_exclusive()
-        })
-        .map(|(raw, hold)| MeteredWriteGuard::new(self, raw, hold))
+        /// Acquires exclusive write access, blocking until no one holds the lock.
+        write / write_at = lock_exclusive,
+        /// Write access if available now; a failure counts in RJECT.
+        try_write = try_lock_exclusive,
+        Write -> MeteredWriteGuard(ExclusiveGuard);
     }
 
     /// A NOWAIT acquisition in `mode` at `site` of a lock already had
@@ -312,56 +325,36 @@ impl<R: RawRwLock, T: ?Sized> MeteredRwLock<R, T> {
         MeteredWriteGuard::new(self, Default::default(), Hold::none())
     }
 
-    /// Releases a shared lock whose guard was forgotten; that hold is
-    /// never recorded.
-    ///
-    /// # Safety
-    /// A shared lock must be held through a forgotten guard.
-    pub unsafe fn force_unlock_read(&self)
-    where
-        R::SharedGuard: Default,
-    {
-        // SAFETY: the caller promises a shared lock whose guard is gone.
-        unsafe { self.raw.unlock_shared(Default::default()) }
-    }
+    force_unlocks! {
+        /// Releases a shared lock whose guard was forgotten; that hold is
+        /// never recorded.
+        ///
+        /// # Safety
+        /// A shared lock must be held through a forgotten guard.
+        force_unlock_read = unlock_shared(SharedGuard);
 
-    /// Releases an exclusive lock whose guard was forgotten; that hold is
-    /// never recorded.
-    ///
-    /// # Safety
-    /// The exclusive lock must be held through a forgotten guard.
-    pub unsafe fn force_unlock_write(&self)
-    where
-        R::ExclusiveGuard: Default,
-    {
-        // SAFETY: the caller promises the write lock whose guard is gone.
-        unsafe { self.raw.unlock_exclusive(Default::default()) }
+        /// Releases an exclusive lock whose guard was forgotten; that hold is
+        /// never recorded.
+        ///
+        /// # Safety
+        /// The exclusive lock must be held through a forgotten guard.
+        force_unlock_write = unlock_exclusive(ExclusiveGuard);
     }
 }
 
 impl<R: RawRwLockFair, T: ?Sized> MeteredRwLock<R, T> {
-    /// [`force_unlock_read`](Self::force_unlock_read), unlocking fairly.
-    ///
-    /// # Safety
-    /// As for `force_unlock_read`.
-    pub unsafe fn force_unlock_read_fair(&self)
-    where
-        R::SharedGuard: Default,
-    {
-        // SAFETY: as in `force_unlock_read`.
-        unsafe { self.raw.unlock_shared_fair(Default::default()) }
-    }
+    force_unlocks! {
+        /// [`force_unlock_read`](Self::force_unlock_read), unlocking fairly.
+        ///
+        /// # Safety
+        /// As for `force_unlock_read`.
+        force_unlock_read_fair = unlock_shared_fair(SharedGuard);
 
-    /// [`force_unlock_write`](Self::force_unlock_write), unlocking fairly.
-    ///
-    /// # Safety
-    /// As for `force_unlock_write`.
-    pub unsafe fn force_unlock_write_fair(&self)
-    where
-        R::ExclusiveGuard: Default,
-    {
-        // SAFETY: as in `force_unlock_write`.
-        unsafe { self.raw.unlock_exclusive_fair(Default::default()) }
+        /// [`force_unlock_write`](Self::force_unlock_write), unlocking fairly.
+        ///
+        /// # Safety
+        /// As for `force_unlock_write`.
+        force_unlock_write_fair = unlock_exclusive_fair(ExclusiveGuard);
     }
 }
 
@@ -421,37 +414,13 @@ impl<R: RawRwLockRecursiveTimed, T: ?Sized> MeteredRwLock<R, T> {
 }
 
 impl<R: RawRwLockUpgrade, T: ?Sized> MeteredRwLock<R, T> {
-    /// Shared access that can later be upgraded to write access; only one
-    /// upgradable reader at a time, beside any number of plain readers.
-    #[track_caller]
-    #[inline]
-    pub fn upgradable_read(&self) -> MeteredUpgradableReadGuard<'_, R, T> {
-        let (raw, hold) = self.upgradable_at(Location::caller());
-        MeteredUpgradableReadGuard::new(self, raw, hold)
-    }
-
-    #[inline]
-    pub(crate) fn upgradable_at(
-        &self,
-        site: &'static Location<'static>,
-    ) -> (R::UpgradableGuard, Hold) {
-        meter::acquire(
-            &self.meta,
-            site,
-            Mode::Upgradable,
-            || self.raw.lock_upgradable(),
-            || self.raw.try_lock_upgradable(),
-            || (self.raw.lock_upgradable(), 0, 0),
-        )
-    }
-
-    /// Upgradable access if available now; a failure counts in RJECT.
-    #[track_caller]
-    pub fn try_upgradable_read(&self) -> Option<MeteredUpgradableReadGuard<'_, R, T>> {
-        meter::try_acquire(&self.meta, Location::caller(), Mode::Upgradable, || {
-            self.raw.try_lock_upgradable()
-        })
-        .map(|(raw, hold)| MeteredUpgradableReadGuard::new(self, raw, hold))
+    acquisitions! {
+        /// Shared access that can later be upgraded to write access; only one
+        /// upgradable reader at a time, beside any number of plain readers.
+        upgradable_read / upgradable_at = lock_upgradable,
+        /// Upgradable access if available now; a failure counts in RJECT.
+        try_upgradable_read = try_lock_upgradable,
+        Upgradable -> MeteredUpgradableReadGuard(UpgradableGuard);
     }
 
     /// An upgradable guard for a lock taken some other way; not counted,
