@@ -128,13 +128,13 @@ macro_rules! fmt_as_data {
 
 /// `From<T>` and `Default` of locks, through `new`, so that the lock's
 /// class is the caller's site (`#[track_caller]`). Each entry is
-/// `[generics before T] Lock<..., T>`.
+/// `[generics before T] Lock<..., T> => from's parameter name`.
 macro_rules! from_and_default {
-    ($([$($gen:tt)*] $lock:ty),* $(,)?) => {$(
+    ($([$($gen:tt)*] $lock:ty => $value:ident),* $(,)?) => {$(
         impl<$($gen)* T> From<T> for $lock {
             #[track_caller]
-            fn from(value: T) -> Self {
-                Self::new(value)
+            fn from($value: T) -> Self {
+                Self::new($value)
             }
         }
         impl<$($gen)* T: Default> Default for $lock {

@@ -287,7 +287,7 @@ impl<R: RawMutexTimed, T: ?Sized> MeteredMutex<R, T> {
     }
 }
 
-from_and_default!([R: RawMutex,] MeteredMutex<R, T>);
+from_and_default!([R: RawMutex,] MeteredMutex<R, T> => value);
 
 impl<R: RawMutex, T: ?Sized + fmt::Debug> fmt::Debug for MeteredMutex<R, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

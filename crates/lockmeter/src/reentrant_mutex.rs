@@ -333,7 +333,7 @@ impl<R: RawMutexTimed, G: GetThreadId, T: ?Sized> MeteredReentrantMutex<R, G, T>
     }
 }
 
-from_and_default!([R: RawMutex, G: GetThreadId,] MeteredReentrantMutex<R, G, T>);
+from_and_default!([R: RawMutex, G: GetThreadId,] MeteredReentrantMutex<R, G, T> => value);
 
 impl<R: RawMutex, G: GetThreadId, T: ?Sized + fmt::Debug> fmt::Debug
     for MeteredReentrantMutex<R, G, T>

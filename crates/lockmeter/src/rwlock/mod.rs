@@ -520,7 +520,7 @@ fn attempt_from<G, W>(
     }
 }
 
-from_and_default!([R: RawRwLock,] MeteredRwLock<R, T>);
+from_and_default!([R: RawRwLock,] MeteredRwLock<R, T> => value);
 
 impl<R: RawRwLock, T: ?Sized + fmt::Debug> fmt::Debug for MeteredRwLock<R, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -200,7 +200,7 @@ impl<'a, T: ?Sized> MutexGuard<'a, T> {
     }
 }
 
-from_and_default!([] Mutex<T>);
+from_and_default!([] Mutex<T> => t);
 
 impl<T: ?Sized + fmt::Debug> fmt::Debug for Mutex<T> {
     /// std's format: `Mutex { data: .., poisoned: false, .. }`, with

@@ -117,7 +117,7 @@ impl<T: ?Sized> RwLock<T> {
     }
 }
 
-from_and_default!([] RwLock<T>);
+from_and_default!([] RwLock<T> => t);
 
 impl<T: ?Sized + fmt::Debug> fmt::Debug for RwLock<T> {
     /// std's format: `RwLock { data: .., poisoned: false, .. }`, with
