@@ -31,6 +31,7 @@ mod measure;
 mod memory;
 mod prometheus;
 mod report;
+mod selfcost;
 mod snapshot;
 mod stacks;
 mod uncontended;
@@ -169,6 +170,7 @@ fn main() {
         step("memory", &mut memory::rows);
         step("waitqueue", &mut || waitqueue::rows(&cfg));
         step("snapshot", &mut || snapshot::rows(&cfg));
+        step("selfcost", &mut || selfcost::rows(&cfg, &handle));
     }
     eprintln!("[{:>5.1}s] done", started.elapsed().as_secs_f64());
     if let Some(bad) = args.only.iter().find(|o| !steps.contains(o)) {

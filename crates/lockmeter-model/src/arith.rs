@@ -115,6 +115,8 @@ impl Snapshot {
             }
             lock.holders.retain(|h| h.contended > 0);
         }
+        // Estimates of the window's own counts, not differences of two.
+        self.refresh_self_cost();
         self
     }
 }
@@ -166,6 +168,10 @@ impl Snapshot {
         self.deadlocks = next.deadlocks.clone();
         self.lock_order = next.lock_order.clone();
         add_locks(&mut self.locks, &next.locks, u64::max);
+        if next.self_cost.is_some() {
+            self.self_cost = next.self_cost.clone();
+        }
+        self.refresh_self_cost();
     }
 
     /// Back-to-back windows of one process summed into one covering them
@@ -239,6 +245,9 @@ impl Snapshot {
             }
             add_locks(&mut out.locks, &s.locks, u64::saturating_add);
         }
+        // Costs of the first process that has them, applied to the sums.
+        out.self_cost = snaps.iter().find_map(|s| s.self_cost.clone());
+        out.refresh_self_cost();
         if !rest.is_empty() {
             out.process = crate::ProcessInfo {
                 pid: 0,

@@ -17,6 +17,7 @@
 //! - [`profile`]: pprof, folded stacks and flame graphs, from stacks or sites.
 //! - [`series`]: bounded, monotonic per-site series for metric exporters.
 //! - [`now`]: what is held and waited on now, deadlocks, lock order.
+//! - [`selfcost`]: what lockmeter itself cost, per lock class, and its budget.
 //!
 //! Moving snapshots between processes and onto disk (the endpoint's
 //! messages, sockets, discovery, atomic writes) is `lockmeter-wire`'s job.
@@ -33,6 +34,7 @@ pub mod now;
 pub mod profile;
 pub mod read;
 pub mod render;
+pub mod selfcost;
 pub mod series;
 mod snapshot;
 pub mod stacks;

@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::now::{Deadlock, LockOrder, Now};
+use crate::selfcost::SelfCost;
 use crate::stacks::Stacks;
 use crate::Dist;
 
@@ -47,6 +48,12 @@ pub struct Snapshot {
     /// *(extension)* The order locks were nested in, and its inversions.
     #[serde(default, skip_serializing_if = "LockOrder::is_empty")]
     pub lock_order: LockOrder,
+    /// *(extension)* What lockmeter itself cost, per lock class, and the
+    /// overhead budget (see [`crate::selfcost`]). Absent in older dumps and
+    /// in snapshots of a recorder that could not calibrate. Boxed, like
+    /// `stacks`, to keep `Snapshot` small.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub self_cost: Option<Box<SelfCost>>,
 }
 
 /// How hold times were sampled. Counts are never sampled: every
@@ -302,6 +309,7 @@ impl Snapshot {
             now: Now::default(),
             deadlocks: Vec::new(),
             lock_order: LockOrder::default(),
+            self_cost: None,
         }
     }
 

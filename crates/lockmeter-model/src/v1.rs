@@ -9,6 +9,8 @@ use serde::ser::{Serialize, SerializeStruct, Serializer};
 use serde::{Deserialize, Deserializer};
 
 use crate::now::{Deadlock, LockOrder, Now};
+use crate::selfcost::{Budget, OpCosts, SelfCost};
+use crate::stacks::Stacks;
 use crate::{
     Holder, LockKind, LockStats, ProcessInfo, Sampling, SiteStats, Snapshot, Stats, Window,
 };
@@ -26,12 +28,59 @@ struct SnapshotOut<'a> {
     dropped_records: u64,
     sampling: &'a Sampling,
     locks: Vec<LockOut<'a>>,
+    #[serde(skip_serializing_if = "Stacks::is_empty")]
+    stacks: &'a Stacks,
     #[serde(skip_serializing_if = "Now::is_empty")]
     now: &'a Now,
     #[serde(skip_serializing_if = "<[Deadlock]>::is_empty")]
     deadlocks: &'a [Deadlock],
     #[serde(skip_serializing_if = "LockOrder::is_empty")]
     lock_order: &'a LockOrder,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    self_cost: Option<SelfCostOut<'a>>,
+}
+
+/// `self_cost` with each class's derived `held_pct` (over the class's
+/// `hold_ns.total`), written like `con_pct` and ignored when read.
+#[derive(serde::Serialize)]
+struct SelfCostOut<'a> {
+    costs: &'a OpCosts,
+    locks: Vec<LockSelfCostOut<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    budget: Option<&'a Budget>,
+}
+
+#[derive(serde::Serialize)]
+struct LockSelfCostOut<'a> {
+    id: &'a str,
+    inside_ns: u64,
+    outside_ns: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    held_pct: Option<f64>,
+}
+
+impl<'a> SelfCostOut<'a> {
+    fn new(sc: &'a SelfCost, locks: &[LockStats]) -> SelfCostOut<'a> {
+        let held: std::collections::HashMap<&str, u64> = locks
+            .iter()
+            .rev()
+            .map(|l| (l.id.as_str(), l.total.hold_ns.total))
+            .collect();
+        SelfCostOut {
+            costs: &sc.costs,
+            locks: sc
+                .locks
+                .iter()
+                .map(|l| LockSelfCostOut {
+                    id: &l.id,
+                    inside_ns: l.inside_ns,
+                    outside_ns: l.outside_ns,
+                    held_pct: held.get(l.id.as_str()).and_then(|&h| l.held_pct(h)),
+                })
+                .collect(),
+            budget: sc.budget.as_ref(),
+        }
+    }
 }
 
 #[derive(serde::Serialize)]
@@ -139,9 +188,14 @@ impl Serialize for Snapshot {
                 .iter()
                 .map(|l| LockOut::new(l, elapsed_ns))
                 .collect(),
+            stacks: &self.stacks,
             now: &self.now,
             deadlocks: &self.deadlocks,
             lock_order: &self.lock_order,
+            self_cost: self
+                .self_cost
+                .as_deref()
+                .map(|sc| SelfCostOut::new(sc, &self.locks)),
         }
         .serialize(ser)
     }
@@ -201,13 +255,44 @@ mod tests {
             dropped_edges: 2,
             ..LockOrder::default()
         };
+        // The stacks extension (it was once dropped from every JSON dump
+        // and endpoint frame, so the viewer's stacks pane stayed empty).
+        snap.stacks.rate_ns = 1_000_000;
+        snap.stacks.dropped = 4;
+        snap.self_cost = Some(Box::new(crate::selfcost::SelfCost {
+            costs: crate::selfcost::OpCosts {
+                lookup: "global".into(),
+                timed_hold_ns: 19.5,
+                ..Default::default()
+            },
+            locks: vec![crate::selfcost::LockSelfCost {
+                id: snap.locks[0].id.clone(),
+                inside_ns: 40,
+                outside_ns: 12,
+            }],
+            budget: Some(crate::selfcost::Budget {
+                fraction: 0.01,
+                lowered: vec![crate::selfcost::Lowered {
+                    what: "uncontended_hold_every".into(),
+                    from: 64,
+                    to: 1024,
+                }],
+                ..Default::default()
+            }),
+        }));
         // Stats fields that are left out when zero must still be written
         // when they are not (a condvar's notifies that woke nobody).
         snap.locks[0].total.empty_wake_calls = 7;
         snap.locks[0].sites[0].stats.empty_wake_calls = 7;
         let text = serde_json::to_string(&snap).unwrap();
         assert_eq!(parse_snapshot(&text).unwrap(), snap);
-        for key in ["\"now\"", "\"deadlocks\"", "\"lock_order\""] {
+        for key in [
+            "\"stacks\"",
+            "\"now\"",
+            "\"deadlocks\"",
+            "\"lock_order\"",
+            "\"self_cost\"",
+        ] {
             assert!(text.contains(key), "{key} not written");
         }
     }

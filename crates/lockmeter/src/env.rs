@@ -111,6 +111,11 @@ pub(crate) const VARIABLES: &[Variable] = &[
         default: "64",
     },
     Variable {
+        name: "LOCKMETER_BUDGET",
+        meaning: "keep lockmeter's estimated cost under this share of thread time (1%, 0.5%) by lowering its sampling rates; off disables",
+        default: "off",
+    },
+    Variable {
         name: "LOCKMETER_STACK_RATE",
         meaning: "ns: a contended wait of d is captured with probability min(1, d/rate); 0 turns stacks off",
         default: "1000000",
@@ -178,6 +183,36 @@ fn hold_sampling_in(get: Lookup<'_>) -> (Option<u32>, Option<String>) {
             let why = format!("expected a whole number from 1 to {}", 1u32 << 31);
             (None, Some(ignored(NAME, &v, &why)))
         }
+    }
+}
+
+/// `LOCKMETER_BUDGET` from the process environment, which wins over
+/// `LayerBuilder::overhead_budget`: `Some(None)` when set to off, `None`
+/// when unset or bad (a bad value is reported).
+pub(crate) fn budget() -> Option<Option<f64>> {
+    let (budget, warning) = budget_in(&|name| std::env::var_os(name));
+    if let Some(w) = warning {
+        crate::report::warn(w);
+    }
+    budget
+}
+
+/// `LOCKMETER_BUDGET` as `get` sees it, and the warning for a bad value.
+fn budget_in(get: Lookup<'_>) -> (Option<Option<f64>>, Option<String>) {
+    const NAME: &str = "LOCKMETER_BUDGET";
+    let Some(v) = get(NAME).filter(|v| !v.is_empty()) else {
+        return (None, None);
+    };
+    match v.to_str().and_then(crate::recorder::probe::parse_budget) {
+        Some(b) => (Some(b), None),
+        None => (
+            None,
+            Some(ignored(
+                NAME,
+                &v,
+                "expected a share such as 1% or 0.5% (at most 100%), or off",
+            )),
+        ),
     }
 }
 
@@ -719,6 +754,28 @@ mod tests {
     }
 
     #[test]
+    fn budget_values_parse_or_are_refused() {
+        let get = |v: &str| {
+            let v = OsString::from(v);
+            budget_in(&move |_| Some(v.clone()))
+        };
+        assert_eq!(get("1%"), (Some(Some(0.01)), None));
+        assert_eq!(get(" 0.5 % "), (Some(Some(0.005)), None));
+        assert_eq!(get("2"), (Some(Some(0.02)), None));
+        assert_eq!(get("100%"), (Some(Some(1.0)), None));
+        assert_eq!(get("off"), (Some(None), None));
+        assert_eq!(get("0"), (Some(None), None));
+        assert_eq!(get(""), (None, None));
+        for bad in ["-1%", "101%", "abc", "1%%", "nan"] {
+            let (b, warning) = get(bad);
+            assert_eq!(b, None, "{bad:?}");
+            assert!(warning
+                .expect("a warning")
+                .starts_with(&format!("LOCKMETER_BUDGET={bad}: ")));
+        }
+    }
+
+    #[test]
     fn stack_variables_parse_or_are_refused() {
         let env = |pairs: &'static [(&'static str, &'static str)]| {
             move |name: &str| {
@@ -764,6 +821,7 @@ mod tests {
         export_overrides(ExportConfig::default(), &get);
         now_overrides(crate::now::Settings::default(), &get);
         hold_sampling_in(&get);
+        budget_in(&get);
         stacks_in(&get);
         let mut asked = asked.into_inner();
         asked.sort();

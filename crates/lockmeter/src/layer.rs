@@ -76,6 +76,16 @@ impl Layer {
     pub(crate) fn recorder(&self) -> &Arc<Recorder> {
         &self.recorder
     }
+
+    /// A layer over `recorder` with no exports and no process-wide
+    /// settings: the private layer self-accounting calibrates under.
+    pub(crate) fn with_recorder(recorder: Arc<Recorder>) -> Layer {
+        Layer {
+            recorder,
+            #[cfg(unix)]
+            exporter: None,
+        }
+    }
 }
 
 impl Default for Layer {
@@ -105,6 +115,8 @@ pub struct LayerBuilder {
     slow_threshold: Option<Duration>,
     sample_every: Option<u32>,
     process_name: Option<String>,
+    /// [`LayerBuilder::overhead_budget`]: `Some(None)` turns it off.
+    budget: Option<Option<f64>>,
     /// See `stacks::options` for its builder methods.
     pub(crate) stacks: crate::stacks::options::StackOptions,
     now: crate::now::Settings,
@@ -175,6 +187,19 @@ impl LayerBuilder {
         self
     }
 
+    /// Keeps lockmeter's estimated cost under `fraction` of its threads'
+    /// time (0.01 for 1 %) by lowering its sampling rates: uncontended hold
+    /// timing and waiter stack sampling. Counts stay exact, so their cost
+    /// is a floor no rate can lower; snapshots say what was lowered and the
+    /// estimate (`self_cost.budget`, `docs/performance.md`,
+    /// "Self-accounting"). Re-evaluated at snapshots and once a second.
+    /// `None`, or a fraction outside (0, 1], turns it off (the default).
+    /// `LOCKMETER_BUDGET` (`1%`) wins over this.
+    pub fn overhead_budget(mut self, fraction: Option<f64>) -> Self {
+        self.budget = Some(fraction.filter(|f| *f > 0.0 && *f <= 1.0));
+        self
+    }
+
     /// The clock to time with, e.g. `quanta::Clock::mock()` in tests.
     pub fn clock(mut self, clock: quanta::Clock) -> Self {
         self.clock = Some(clock);
@@ -212,6 +237,11 @@ impl LayerBuilder {
             stacks: self.stacks.settings(),
         };
         let recorder = Arc::new(Recorder::new(settings));
+        let budget = crate::env::budget().or(self.budget).flatten();
+        recorder.probe.set_budget(budget);
+        if budget.is_some() {
+            crate::recorder::probe::start_ticks(&recorder);
+        }
         crate::now::configure(self.now);
         #[cfg(unix)]
         {

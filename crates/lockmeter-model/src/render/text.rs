@@ -11,7 +11,13 @@
 //! have no acquisitions; their rows show the time asleep in WAIT, timed-out
 //! waits in RJECT, and a second line with wakeups, spurious wakeups, wake
 //! latency, waits and the most waiters queued at once.
+//!
+//! With self-accounting (`self_cost`), a class whose own lockmeter share of
+//! held time passes [`FLAG_SHARE_PCT`] gets `[self N%]` after its name and
+//! one footnote line under the table; a budget that lowered a sampling rate
+//! adds a footer line saying which. Snapshots without them print as before.
 
+use std::collections::HashMap;
 use std::fmt::Write as _;
 
 use super::order::{lock_order, sorted_sites};
@@ -19,6 +25,7 @@ use super::TableOptions;
 use crate::advice::{advise_lock, Advisory, Thresholds};
 use crate::format::{format_count, format_ns, format_pct, sanitize};
 use crate::metric::Metric;
+use crate::selfcost::{Budget, LockSelfCost, FLAG_SHARE_PCT};
 use crate::{percent, Dist, LockKind, LockStats, Snapshot, Stats};
 
 /// The eight numeric columns: one metric each, or a `mean(max)` pair of
@@ -89,9 +96,13 @@ pub fn text_table(snap: &Snapshot, opts: &TableOptions) -> String {
 /// [`text_table`] with advisories judged under `thresholds`.
 pub fn text_table_with(snap: &Snapshot, opts: &TableOptions, thresholds: &Thresholds) -> String {
     let (order, visible) = lock_order(snap, opts);
+    let flags = SelfFlags::of(snap);
     let mut lines = Vec::new();
+    let mut flagged = false;
     for &(i, depth) in &order {
         if let Some(lock) = snap.locks.get(i) {
+            let own = flags.flag(lock);
+            flagged |= own.is_some();
             push_lock(
                 &mut lines,
                 lock,
@@ -99,6 +110,7 @@ pub fn text_table_with(snap: &Snapshot, opts: &TableOptions, thresholds: &Thresh
                 snap.window.elapsed_ns,
                 opts,
                 thresholds,
+                own,
             );
         }
     }
@@ -117,7 +129,91 @@ pub fn text_table_with(snap: &Snapshot, opts: &TableOptions, thresholds: &Thresh
     if snap.locks.is_empty() {
         out.push_str("(no instrumented lock was used in this window)\n");
     }
+    if flagged {
+        let _ = writeln!(
+            out,
+            "[self N%]: lockmeter's own work inside the critical section is N% of the lock's \
+             held time (over {FLAG_SHARE_PCT}%): part of its UTIL and CON is lockmeter's \
+             (docs/performance.md, Self-accounting)"
+        );
+    }
+    if let Some(line) = snap
+        .self_cost
+        .as_ref()
+        .and_then(|sc| sc.budget.as_ref())
+        .and_then(budget_line)
+    {
+        out.push_str(&line);
+    }
     out
+}
+
+/// Lockmeter's share of each lock class's held time, where self-accounting
+/// says it passes [`FLAG_SHARE_PCT`].
+struct SelfFlags<'a> {
+    shares: HashMap<&'a str, f64>,
+}
+
+impl<'a> SelfFlags<'a> {
+    fn of(snap: &'a Snapshot) -> SelfFlags<'a> {
+        let Some(sc) = snap.self_cost.as_deref() else {
+            return SelfFlags {
+                shares: HashMap::new(),
+            };
+        };
+        let costs: HashMap<&str, &LockSelfCost> =
+            sc.locks.iter().rev().map(|l| (l.id.as_str(), l)).collect();
+        let shares = snap
+            .locks
+            .iter()
+            .filter_map(|l| {
+                let share = costs.get(l.id.as_str())?.held_pct(l.total.hold_ns.total)?;
+                (share > FLAG_SHARE_PCT).then_some((l.id.as_str(), share))
+            })
+            .collect();
+        SelfFlags { shares }
+    }
+
+    /// The share to mark `lock`'s row with, if it is flagged.
+    fn flag(&self, lock: &LockStats) -> Option<f64> {
+        self.shares.get(lock.id.as_str()).copied()
+    }
+}
+
+/// The footer line of a budget that lowered a rate, or could not be met.
+fn budget_line(b: &Budget) -> Option<String> {
+    if b.lowered.is_empty() && b.met {
+        return None;
+    }
+    let mut s = format!("budget {}:", format_pct(b.fraction * 100.0));
+    for l in &b.lowered {
+        let _ = match l.what.as_str() {
+            "uncontended_hold_every" => {
+                write!(s, " lowered hold sampling 1/{} -> 1/{};", l.from, l.to)
+            }
+            "stack_rate_ns" => write!(
+                s,
+                " lowered stack sampling (rate {} -> {});",
+                format_ns(l.from),
+                format_ns(l.to)
+            ),
+            other => write!(s, " lowered {} {} -> {};", sanitize(other), l.from, l.to),
+        };
+    }
+    let _ = write!(
+        s,
+        " estimated cost {} of thread time",
+        format_pct(b.estimated_fraction * 100.0)
+    );
+    if !b.met {
+        let _ = write!(
+            s,
+            " (over budget: exact counts alone cost {})",
+            format_pct(b.floor_fraction * 100.0)
+        );
+    }
+    s.push('\n');
+    Some(s)
 }
 
 /// The line above the table: which process, which window, how trustworthy.
@@ -174,6 +270,7 @@ fn push_lock(
     elapsed_ns: u64,
     opts: &TableOptions,
     thresholds: &Thresholds,
+    self_share: Option<f64>,
 ) {
     let indent = depth.saturating_mul(NEST_INDENT);
     let mut name = format!(
@@ -186,6 +283,9 @@ fn push_lock(
         let _ = write!(name, ", {} instances", lock.instances);
     }
     name.push(')');
+    if let Some(share) = self_share {
+        let _ = write!(name, "  [self {}]", format_pct(share));
+    }
     lines.push(Line::Row(
         Box::new(cells(lock.kind, &lock.total, elapsed_ns)),
         name,

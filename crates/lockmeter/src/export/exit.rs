@@ -14,8 +14,11 @@ use std::time::{Duration, Instant};
 
 use crate::report;
 
-/// The longest the exit hook waits for final dumps and recordings.
-pub(crate) const EXIT_BUDGET: Duration = Duration::from_secs(2);
+/// The longest the exit hook waits for final dumps and recordings. Long
+/// enough to resolve the stack frames of a debug build on a loaded machine
+/// (2 s was not: tokio's example lost its dump at load 56); a snapshot
+/// stuck behind a lock still cannot hang the exit for longer.
+pub(crate) const EXIT_BUDGET: Duration = Duration::from_secs(10);
 
 /// Something to finish at exit.
 pub(crate) trait AtExit: Send + Sync {

@@ -345,7 +345,7 @@ impl AtExit for Inner {
                 wait.recv_timeout(deadline.saturating_duration_since(Instant::now()))
             {
                 report::warn(format_args!(
-                    "final dump to {} skipped: no snapshot within {} s at exit (a lock held while exiting?)",
+                    "final dump to {} skipped: no snapshot within {} s at exit (a lock held while exiting, or frames too slow to resolve? `Exporter::dump_now()` before exiting has no deadline)",
                     path.display(),
                     exit::EXIT_BUDGET.as_secs()
                 ));

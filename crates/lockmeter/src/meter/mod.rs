@@ -35,7 +35,7 @@ use crate::class::{Class, Mode, Role, SiteKey};
 use crate::now;
 use crate::recorder::{self, entry::Entry};
 use crate::stacks::blame::Blame;
-use crate::stacks::hooks as stack_hooks;
+use crate::stacks::hooks::{self as stack_hooks, PreWait};
 
 mod hold;
 mod wait;
@@ -162,12 +162,17 @@ pub(crate) struct Waiting {
     /// The lock's blame word if this wait is counted in it (until
     /// dropped; one wait in `stacks::BLAME_EVERY`), else null.
     blame: *const Blame,
-    /// Stacks are on: the waiter's stack may be captured.
-    stacks: bool,
+    /// What was done about the waiter's stack before the wait.
+    pre: PreWait,
 }
 
 impl Drop for Waiting {
     fn drop(&mut self) {
+        if !matches!(self.pre, PreWait::Off) {
+            // Not taken by `acquired_after_wait`: a timed wait that gave
+            // up, or an unwinding one.
+            stack_hooks::abandon_wait(self.pre);
+        }
         if !self.blame.is_null() {
             // SAFETY: `blame` points into the `Meta` of the lock being
             // waited for, which outlives the acquisition this wait is in.
@@ -277,8 +282,18 @@ impl Probe {
     #[inline(never)]
     fn contended_from(&self, meta: &Meta, sampled_start: Option<u64>) -> Waiting {
         now::wait_begins(meta.instance(), self.entry, self.recorder);
-        let start = sampled_start.unwrap_or_else(|| self.entry().clock().raw());
         let stacks = self.recorder().stacks.rate_ns != 0;
+        // The waiter's stack, if drawn, is captured now, before the wait
+        // is timed (so the capture does not count as waiting) and outside
+        // the critical section it is about to enter.
+        let pre = match stacks {
+            true => stack_hooks::before_wait(self.recorder(), self.entry()),
+            false => PreWait::Off,
+        };
+        let start = match (pre, sampled_start) {
+            (PreWait::Off | PreWait::Skipped, Some(early)) => early,
+            _ => self.entry().clock().raw(),
+        };
         let blame = if stacks && crate::stacks::counts_for_blame() {
             meta.blame.begin_wait(start);
             &meta.blame as *const Blame
@@ -289,7 +304,7 @@ impl Probe {
             start,
             holder: meta.holder.load(Relaxed),
             blame,
-            stacks,
+            pre,
         }
     }
 
@@ -300,7 +315,7 @@ impl Probe {
         self,
         meta: &Meta,
         site: &'static Location<'static>,
-        waiting: Waiting,
+        mut waiting: Waiting,
         spins: u64,
         sleeps: u64,
     ) -> Hold {
@@ -313,13 +328,12 @@ impl Probe {
         // already contended lengthens every hold and feeds the convoy.
         e.count_contended(spins, sleeps);
         self.note_owner(meta, site);
-        // The waiter's stack, while the helper that took the lock is still
-        // on it; sampled, so its cost stays under `capture / rate` of the
-        // time waited.
-        let stack = if waiting.stacks {
-            stack_hooks::waiter(self.recorder(), e, wait_ns)
-        } else {
-            None
+        // The waiter's stack, captured before the wait (`before_wait`):
+        // here it is only kept or dropped.
+        let pre = std::mem::replace(&mut waiting.pre, PreWait::Off);
+        let stack = match pre {
+            PreWait::Off => None,
+            pre => stack_hooks::after_wait(self.recorder(), e, pre, wait_ns),
         };
         let held = now::wait_ends_held(meta.instance(), self.entry, self.recorder, wait_ns);
         Hold::contended(e, now, wait_ns, waiting.holder, stack).in_now(held)

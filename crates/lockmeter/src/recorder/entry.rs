@@ -186,8 +186,10 @@ pub(crate) struct Entry {
     /// Acquisitions waiting or holding at least this long emit a WARN event.
     slow_ns: u64,
     /// `sample_every - 1` for a power-of-two `sample_every`: an uncontended
-    /// acquisition is timed when `eligible & sample_mask == 0`.
-    sample_mask: u64,
+    /// acquisition is timed when `eligible & sample_mask == 0`. Atomic only
+    /// so that an overhead budget can lower it (`recorder::probe`); a
+    /// relaxed load is the same `mov` as a plain one.
+    sample_mask: AtomicU64,
     /// Acquisitions are `nowait + contended`, so they cost no store here.
     nowait: Counter,
     contended: Counter,
@@ -233,7 +235,7 @@ impl Entry {
             key,
             clock,
             slow_ns,
-            sample_mask: sample_every.max(1).next_power_of_two() - 1,
+            sample_mask: AtomicU64::new(sample_every.max(1).next_power_of_two() - 1),
             nowait: Counter::default(),
             contended: Counter::default(),
             rejected: Counter::default(),
@@ -274,6 +276,13 @@ impl Entry {
 
     /// Whether a wait or hold this long is reported as slow.
     #[inline(always)]
+    /// The mean of this entry's contended waits so far, `None` before the
+    /// first: what a wait about to begin is expected to last.
+    pub(crate) fn mean_wait_ns(&self) -> Option<u64> {
+        let n = self.wait.count.get();
+        (n != 0).then(|| self.wait.total.get() / n)
+    }
+
     pub(crate) fn is_slow(&self, wait_ns: u64, hold_ns: u64) -> bool {
         hold_ns >= self.slow_ns || wait_ns >= self.slow_ns
     }
@@ -286,7 +295,17 @@ impl Entry {
     pub(crate) fn sample_uncontended(&self) -> bool {
         let seen = self.eligible.get();
         self.eligible.0.store(seen.wrapping_add(1), Relaxed);
-        seen & self.sample_mask == 0
+        seen & self.sample_mask.load(Relaxed) == 0
+    }
+
+    /// Times one uncontended hold in `every` (rounded up to a power of
+    /// two) from now on; the overhead budget's only write to an entry.
+    pub(crate) fn set_sample_every(&self, every: u64) {
+        let mask = every
+            .max(1)
+            .checked_next_power_of_two()
+            .map_or(u64::MAX >> 1, |p| p - 1);
+        self.sample_mask.store(mask, Relaxed);
     }
 
     /// Takes back [`Entry::sample_uncontended`] for a hold that will not

@@ -7,6 +7,7 @@
 
 mod build;
 pub(crate) mod entry;
+pub(crate) mod probe;
 pub(crate) mod shard;
 
 use std::cell::Cell;
@@ -137,6 +138,8 @@ pub(crate) struct Recorder {
     dropped: AtomicU64,
     state: Mutex<State>,
     baseline: Mutex<Option<Snapshot>>,
+    /// Self-accounting and the overhead budget (`probe`).
+    pub(crate) probe: probe::ProbeState,
 }
 
 #[derive(Default)]
@@ -157,6 +160,7 @@ impl Recorder {
             clock_name: settings.clock_name,
             slow_ns: settings.slow_ns,
             sample_every: settings.sample_every,
+            probe: probe::ProbeState::new(settings.sample_every, settings.stacks.rate_ns),
             stacks: settings.stacks,
             process: settings.process,
             start_unix_ns: unix_now_ns(),
@@ -226,6 +230,7 @@ impl Recorder {
         snap.locks = locks;
         snap.stacks = Box::new(stacks);
         crate::now::fill(&mut snap, self);
+        probe::fill(self, &mut snap);
         snap
     }
 

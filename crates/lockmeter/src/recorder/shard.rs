@@ -228,7 +228,8 @@ fn new_entry(slot: &mut Slot, raw: [usize; 3], key: &SiteKey) -> Option<*const E
         *key,
         slot.recorder.clock.clone(),
         slot.recorder.slow_ns,
-        u64::from(slot.recorder.sample_every),
+        // The rate in effect: an overhead budget may have lowered it.
+        u64::from(slot.recorder.probe.hold_every()),
     ));
     let ptr = Arc::as_ptr(&entry);
     entries.push(entry);

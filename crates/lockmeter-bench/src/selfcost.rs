@@ -1,0 +1,174 @@
+//! Self-accounting checked: the cost lockmeter says it added, per
+//! operation, against the cost it was measured to add.
+//!
+//! Each row runs the bare lock and the observed one in interleaved batches
+//! (the same loop as the `uncontended` rows, in the same run) and takes the
+//! added cost per operation as the difference of the medians. Around the
+//! observed batches it takes two cumulative snapshots; the window between
+//! them holds exactly those acquisitions, and its `self_cost` estimate for
+//! the class (inside + outside the critical section), divided by its
+//! acquisitions, is the estimate per operation. The row's `bare` column is
+//! the measured added cost, `instr` the estimate, `ratio` estimate /
+//! measured; the goal is a ratio within 0.70–1.30, stated in the note
+//! (the table's goals are one-sided).
+
+use std::hint::black_box;
+
+use lockmeter_model::Snapshot;
+
+use crate::bare::BareSpinLock;
+use crate::measure::{ns_pair, Config, Pair};
+use crate::report::{Goal, Row, Unit};
+
+/// The goal: the estimate within this share of the measured added cost.
+const WITHIN: f64 = 0.30;
+
+/// The estimate per acquisition of class `id` in the window `later` minus
+/// `earlier`: (inside, outside) ns, and the acquisitions it is over.
+fn estimate_per_op(earlier: &Snapshot, later: &Snapshot, id: &str) -> Option<(f64, f64, u64)> {
+    let window = later.since(earlier);
+    let acquisitions = window.lock(id)?.total.acquisitions;
+    let e = window.self_cost.as_ref()?.lock(id)?;
+    (acquisitions > 0).then(|| {
+        let n = acquisitions as f64;
+        (
+            e.inside_ns as f64 / n,
+            e.outside_ns as f64 / n,
+            acquisitions,
+        )
+    })
+}
+
+/// One row: `measure` runs the interleaved pair under the layer `read`
+/// snapshots; the estimate is over the acquisitions of class `id` it made.
+fn row(
+    key: &str,
+    label: &str,
+    id: &str,
+    read: &dyn Fn() -> Snapshot,
+    measure: impl FnOnce() -> Pair,
+) -> Row {
+    // The first snapshot of a recorder calibrates: not inside the pair.
+    let before = read();
+    let pair = measure();
+    let after = read();
+    let measured = pair.instrumented - pair.bare;
+    let mut row = Row::new(
+        &format!("selfcost_{key}"),
+        &format!("self-accounting, {label}: measured vs estimated +ns/op"),
+        Unit::NsPerOp,
+        Goal::Info,
+    );
+    let Some((inside, outside, n)) = estimate_per_op(&before, &after, id) else {
+        return row.note(format!("no self_cost estimate for {id} in the snapshot"));
+    };
+    let estimate = inside + outside;
+    let ratio = estimate / measured;
+    let verdict = if measured > 0.0 && (ratio - 1.0).abs() <= WITHIN {
+        "PASS"
+    } else {
+        "MISS"
+    };
+    let costs = after.self_cost.as_ref().map(|sc| &sc.costs);
+    row.bare = Some(measured);
+    row.instrumented = Some(estimate);
+    row.ratio = ratio.is_finite().then_some(ratio);
+    row.note(format!(
+        "bare = measured added cost ({:.2} observed - {:.2} bare ns/op, medians), instr = \
+         self_cost estimate over the {n} observed acquisitions ({inside:.2} inside + \
+         {outside:.2} outside the critical section), lookup {}, calibrated in {:.1} ms; \
+         goal estimate/measured within {:.2}-{:.2}: {verdict}",
+        pair.instrumented,
+        pair.bare,
+        costs.map_or("?", |c| c.lookup.as_str()),
+        costs.map_or(f64::NAN, |c| c.calibration_ns as f64 / 1e6),
+        1.0 - WITHIN,
+        1.0 + WITHIN,
+    ))
+}
+
+/// The rows: SpinLock and Mutex under the global layer (`handle`'s), and
+/// Mutex with every hold timed under a scoped layer of its own.
+pub fn rows(cfg: &Config, handle: &lockmeter::Handle) -> Vec<Row> {
+    use tracing_subscriber::prelude::*;
+
+    let global = || handle.cumulative();
+    let mut rows = Vec::new();
+
+    const SPIN: &str = "bench.selfcost.spinlock";
+    let bare = BareSpinLock::new(0u64);
+    let inst = lockmeter::SpinLock::named(SPIN, 0u64);
+    let (b, i) = (black_box(&bare), black_box(&inst));
+    rows.push(row("spinlock", "SpinLock", SPIN, &global, || {
+        ns_pair(
+            cfg,
+            |n| {
+                for _ in 0..n {
+                    *b.lock() += 1;
+                }
+            },
+            |n| {
+                for _ in 0..n {
+                    *i.lock() += 1;
+                }
+            },
+        )
+    }));
+
+    const MUTEX: &str = "bench.selfcost.mutex";
+    let bare = parking_lot::Mutex::new(0u64);
+    let inst = lockmeter::Mutex::named(MUTEX, 0u64);
+    let (b, i) = (black_box(&bare), black_box(&inst));
+    rows.push(row("mutex", "Mutex", MUTEX, &global, || {
+        ns_pair(
+            cfg,
+            |n| {
+                for _ in 0..n {
+                    *b.lock() += 1;
+                }
+            },
+            |n| {
+                for _ in 0..n {
+                    *i.lock() += 1;
+                }
+            },
+        )
+    }));
+
+    // Every hold timed, in a scoped dispatcher: the two clock reads per
+    // acquisition and the scoped lookup are in the estimate too.
+    const TIMED: &str = "bench.selfcost.mutex_timed";
+    let layer = lockmeter::Layer::builder()
+        .sample_uncontended_holds(1)
+        .build();
+    let scoped = layer.handle();
+    let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(layer));
+    tracing::dispatcher::with_default(&dispatch, || {
+        let bare = parking_lot::Mutex::new(0u64);
+        let inst = lockmeter::Mutex::named(TIMED, 0u64);
+        let (b, i) = (black_box(&bare), black_box(&inst));
+        let read = || scoped.cumulative();
+        rows.push(row(
+            "scoped_every_hold_timed_mutex",
+            "Mutex, scoped, every hold timed",
+            TIMED,
+            &read,
+            || {
+                ns_pair(
+                    cfg,
+                    |n| {
+                        for _ in 0..n {
+                            *b.lock() += 1;
+                        }
+                    },
+                    |n| {
+                        for _ in 0..n {
+                            *i.lock() += 1;
+                        }
+                    },
+                )
+            },
+        ));
+    });
+    rows
+}

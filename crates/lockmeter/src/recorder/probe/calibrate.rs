@@ -1,0 +1,403 @@
+//! The measurement of what recording costs, per operation.
+//!
+//! Two parts, both timed with `std::time::Instant` over short batches,
+//! each figure the fastest of several batches (noise on a shared machine
+//! only ever adds time):
+//!
+//! - **Once per process and lookup** ([`base`]), on a thread of its own,
+//!   through the same lookup the recorder's acquisitions take: for the
+//!   recorder of the global dispatcher, that recorder itself (the thread
+//!   inherits the global default); for a scoped one, a private recorder in
+//!   a scoped dispatcher. An observed `Mutex` and `SpinLock` are taken and
+//!   released in a loop against the bare lock (parking_lot's mutex; a plain
+//!   compare-and-swap spinlock), in interleaved batches, the difference of
+//!   the fastest batches (the *total*); and, each timed alone, the work done before
+//!   the attempt (finding the recorder and the entry, the sampling counter)
+//!   and the work done while the lock is held (the counters, the holder and
+//!   owner notes, the held-lock table, the release's check). Timed alone
+//!   the parts add up to more than the total, because the processor
+//!   overlaps them with the lock's own atomic operations; the total is what
+//!   a program pays, so it is split between inside and outside in the
+//!   proportion of the parts. The calibration locks are lockmeter's own
+//!   (classes [`CLASS_PREFIX`]`*`, which snapshots leave out); no
+//!   application lock is taken, and the thread exits before the snapshot
+//!   returns.
+//! - **Per recorder** ([`costs_for`]), on the calling thread, with a
+//!   standalone entry on the recorder's clock: a timed hold's clock reads
+//!   and distribution update, a contended acquisition's extra counters and
+//!   clock reads, and one stack capture at the recorder's depth.
+
+use std::hint::black_box;
+use std::panic::Location;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
+
+use lockmeter_model::selfcost::{KindCost, OpCosts};
+use lockmeter_model::LockKind;
+use tracing_subscriber::layer::SubscriberExt;
+
+use crate::class::{Class, Mode, SiteKey};
+use crate::recorder::entry::Entry;
+use crate::recorder::{self, Recorder, Settings};
+use crate::stacks::{StackSettings, MAX_STACK_DEPTH};
+
+/// Operations per timed batch: enough to dwarf `Instant::now()` (~25 ns),
+/// few enough that the whole calibration takes milliseconds. Debug builds
+/// (the test suite) run ~20× slower and need no precision.
+const ITERATIONS: u64 = if cfg!(debug_assertions) {
+    2_000
+} else {
+    20_000
+};
+/// Batches per measurement (interleaved for pairs); the fastest is kept.
+const REPS: usize = if cfg!(debug_assertions) { 3 } else { 5 };
+/// Stack captures timed (each takes microseconds).
+const CAPTURES: usize = 5;
+
+/// What is measured once per process and lookup kind.
+#[derive(Debug, Clone)]
+pub(super) struct Base {
+    /// Wall time of the whole measurement.
+    took_ns: u64,
+    /// Per kind, observed - bare.
+    kinds: Vec<(LockKind, f64)>,
+    /// The work before the attempt, timed alone.
+    outside_ns: f64,
+    /// The work while the lock is held, timed alone.
+    inside_ns: f64,
+}
+
+/// ns per run of `op`, over `n` runs (the loop's own cost included:
+/// callers subtract an empty loop or the bare lock's).
+#[inline(never)]
+fn per_op(n: u64, mut op: impl FnMut()) -> f64 {
+    let t = Instant::now();
+    for _ in 0..n {
+        op();
+    }
+    t.elapsed().as_nanos() as f64 / n as f64
+}
+
+/// The least of `xs`: on a shared machine noise only ever adds time, so
+/// the fastest batch is the closest to what the operation itself costs.
+fn least(xs: impl Iterator<Item = f64>) -> f64 {
+    xs.fold(f64::INFINITY, f64::min)
+}
+
+/// The fastest of [`REPS`] batches of `op`, less the fastest empty loop.
+fn timed(mut op: impl FnMut()) -> f64 {
+    let empty = least((0..REPS).map(|_| {
+        per_op(ITERATIONS, || {
+            black_box(0);
+        })
+    }));
+    least((0..REPS).map(|_| per_op(ITERATIONS, &mut op))) - empty
+}
+
+/// `b`'s cost over `a`'s, in ns per operation: the fastest of [`REPS`]
+/// batches each, the batches of the two interleaved.
+fn diff(mut a: impl FnMut(), mut b: impl FnMut()) -> f64 {
+    // One warm-up batch each: a new site's entry is not steady state.
+    per_op(ITERATIONS / 10, &mut a);
+    per_op(ITERATIONS / 10, &mut b);
+    let (mut fa, mut fb) = (f64::INFINITY, f64::INFINITY);
+    for _ in 0..REPS {
+        fa = fa.min(per_op(ITERATIONS, &mut a));
+        fb = fb.min(per_op(ITERATIONS, &mut b));
+    }
+    fb - fa
+}
+
+/// The prefix of the classes calibration creates. In a global recorder
+/// they are recorded like any other (that is the point: the same lookup as
+/// the program's), so snapshots leave them out ([`super::fill`]).
+pub(crate) const CLASS_PREFIX: &str = "lockmeter.calibration.";
+
+/// The part measured once per process and lookup (`global`: through the
+/// global dispatcher, as a global recorder's acquisitions; else through a
+/// private recorder in a scoped one); `None` if no thread could be started.
+pub(super) fn base(global: bool) -> Option<&'static Base> {
+    static SCOPED: OnceLock<Option<Base>> = OnceLock::new();
+    static GLOBAL: OnceLock<Option<Base>> = OnceLock::new();
+    let cell = if global { &GLOBAL } else { &SCOPED };
+    cell.get_or_init(|| {
+        std::thread::Builder::new()
+            .name("lockmeter-calibrate".into())
+            .spawn(move || measure_base(global))
+            .ok()?
+            .join()
+            .ok()
+    })
+    .as_ref()
+}
+
+/// The settings of the private recorder: `clock`, holds never sampled
+/// (only the first at each site is timed), stacks off, nothing slow.
+fn private_settings(clock: quanta::Clock) -> Settings {
+    Settings {
+        clock,
+        clock_name: "calibration",
+        slow_ns: u64::MAX,
+        sample_every: 1 << 31,
+        process: lockmeter_model::ProcessInfo::default(),
+        stacks: StackSettings::new(0, 1, Vec::new()),
+    }
+}
+
+/// Runs on the calibration thread: through the global dispatcher, or a
+/// private recorder's scoped one.
+fn measure_base(global: bool) -> Base {
+    let started = Instant::now();
+    let (kinds, outside_ns, inside_ns) = if global {
+        measure()
+    } else {
+        let recorder = Arc::new(Recorder::new(private_settings(quanta::Clock::new())));
+        let layer = crate::Layer::with_recorder(recorder);
+        let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(layer));
+        tracing::dispatcher::with_default(&dispatch, measure)
+    };
+    Base {
+        took_ns: started.elapsed().as_nanos() as u64,
+        kinds,
+        outside_ns,
+        inside_ns,
+    }
+}
+
+/// The totals per kind, and the parts before the attempt and while held.
+#[allow(clippy::type_complexity)]
+fn measure() -> (Vec<(LockKind, f64)>, f64, f64) {
+    let (outside, entry) = before_attempt();
+    let inside = while_held(entry);
+    let mutex = {
+        let bare = parking_lot::Mutex::new(0u64);
+        let observed = crate::Mutex::named("lockmeter.calibration.mutex", 0u64);
+        let (bare, observed) = (black_box(&bare), black_box(&observed));
+        diff(|| *bare.lock() += 1, || *observed.lock() += 1)
+    };
+    let spin = {
+        let bare = BareSpin::default();
+        let observed = crate::SpinLock::named("lockmeter.calibration.spinlock", 0u64);
+        let (bare, observed) = (black_box(&bare), black_box(&observed));
+        diff(|| bare.increment(), || *observed.lock() += 1)
+    };
+    (
+        vec![(LockKind::Mutex, mutex), (LockKind::Spinlock, spin)],
+        outside,
+        inside,
+    )
+}
+
+/// A lock's uncontended path with nothing metered: one compare-and-swap,
+/// the increment, one release store (what `SpinLock`'s raw part does).
+#[derive(Default)]
+struct BareSpin {
+    locked: AtomicBool,
+    value: AtomicU64,
+}
+
+impl BareSpin {
+    #[inline]
+    fn increment(&self) {
+        while self
+            .locked
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            std::hint::spin_loop();
+        }
+        let v = self.value.load(Ordering::Relaxed);
+        self.value.store(v + 1, Ordering::Relaxed);
+        self.locked.store(false, Ordering::Release);
+    }
+}
+
+/// What an observed acquisition does before its attempt, timed alone:
+/// the `observing()` test, the recorder lookup, the thread's entry, the
+/// sampling counter (`meter::acquire` up to `attempt`); and that entry.
+fn before_attempt() -> (f64, Option<(*const Recorder, *const Entry)>) {
+    static SITE: u8 = 0;
+    let raw = [&SITE as *const u8 as usize, 1, 2];
+    let key = || SiteKey {
+        class: Class::new(Some("lockmeter.calibration.lookup"), Location::caller()),
+        kind: LockKind::Mutex,
+        site: Location::caller(),
+        mode: Mode::Exclusive,
+    };
+    let mut found = None;
+    let ns = timed(|| {
+        if !recorder::observing() {
+            return;
+        }
+        let Some(rec) = recorder::current() else {
+            return;
+        };
+        if let Some(e) = recorder::shard::entry(rec, black_box(raw), key) {
+            // SAFETY: an entry lives as long as this thread's slot for the
+            // recorder, which outlives this loop (see `shard`).
+            black_box(unsafe { &*e }.sample_uncontended());
+            found = Some((rec, e));
+        }
+    });
+    (ns, found)
+}
+
+/// What an observed acquisition does while it holds the lock, timed
+/// alone on `found`'s entry: NOWAIT, the owner, holder and instance notes
+/// on the lock (`meter::Probe::note_owner`'s loads and stores, on a copy of
+/// those words), the held-lock table's record and its release, and the
+/// release's look at the blame word.
+fn while_held(found: Option<(*const Recorder, *const Entry)>) -> f64 {
+    let Some((rec, entry)) = found else {
+        return 0.0;
+    };
+    // SAFETY: as in `before_attempt`, on the same thread.
+    let e = unsafe { &*entry };
+    let (owner, holder, seen, blame) = (
+        AtomicUsize::new(0),
+        AtomicUsize::new(0),
+        AtomicU64::new(0),
+        AtomicU64::new(0),
+    );
+    let lock = &owner as *const AtomicUsize as usize;
+    let me = black_box(lock ^ 1);
+    timed(|| {
+        e.count_nowait();
+        if owner.load(Ordering::Relaxed) != me {
+            owner.store(me, Ordering::Relaxed);
+        }
+        holder.store(black_box(lock), Ordering::Relaxed);
+        if seen.load(Ordering::Relaxed) != rec as u64 {
+            seen.store(rec as u64, Ordering::Relaxed);
+        }
+        let held = crate::now::hold_begins(lock, entry, rec);
+        crate::now::hold_ends(held);
+        black_box(blame.load(Ordering::Relaxed));
+    })
+}
+
+/// The costs of `rec`: the process-wide part with the lookup `rec` pays,
+/// and the parts measured on its clock and stack depth.
+pub(super) fn costs_for(rec: &Recorder) -> Option<OpCosts> {
+    // Under Miri a calibration would take minutes and measure nothing
+    // real; loom's atomics work only inside a model.
+    if cfg!(any(miri, lockmeter_loom)) {
+        return None;
+    }
+    let started = Instant::now();
+    let global = is_global(rec);
+    let base = base(global)?;
+    let (timed_hold_ns, contended_inside_ns, contended_outside_ns) = entry_costs(&rec.clock);
+    // Through the global recorder, one hold in `every` was timed in the
+    // loop: that is `timed_hold_ns`'s, counted apart.
+    let timed_in_loop = if global {
+        timed_hold_ns / f64::from(rec.probe.hold_every().max(1))
+    } else {
+        0.0
+    };
+    let outside = base.outside_ns.max(0.0);
+    let inside = base.inside_ns.max(0.0);
+    let kinds = base
+        .kinds
+        .iter()
+        .map(|&(kind, total)| {
+            // A difference lost in noise falls back on the parts' sum.
+            let total = match total - timed_in_loop {
+                t if t > 0.0 => t,
+                _ => inside + outside,
+            };
+            let share = if inside + outside > 0.0 {
+                inside / (inside + outside)
+            } else {
+                0.5
+            };
+            KindCost {
+                kind,
+                inside_ns: total * share,
+                outside_ns: total * (1.0 - share),
+            }
+        })
+        .collect();
+    let stack_capture_ns = if rec.stacks.rate_ns == 0 {
+        0.0
+    } else {
+        capture_cost(rec.stacks.depth)
+    };
+    Some(OpCosts {
+        calibration_ns: base.took_ns + started.elapsed().as_nanos() as u64,
+        iterations: ITERATIONS,
+        lookup: if global { "global" } else { "scoped" }.to_string(),
+        kinds,
+        timed_hold_ns,
+        contended_inside_ns,
+        contended_outside_ns,
+        stack_capture_ns,
+    })
+}
+
+/// Whether `rec` is the recorder of the global default dispatcher: asked on
+/// a new thread, where no scoped dispatcher is in effect.
+fn is_global(rec: &Recorder) -> bool {
+    let me = rec as *const Recorder as usize;
+    std::thread::Builder::new()
+        .name("lockmeter-calibrate".into())
+        .spawn(move || recorder::current().map(|r| r as usize) == Some(me))
+        .ok()
+        .and_then(|t| t.join().ok())
+        .unwrap_or(false)
+}
+
+/// (timed hold, contended inside, contended outside) on a standalone entry
+/// that belongs to no shard: only this thread writes it.
+fn entry_costs(clock: &quanta::Clock) -> (f64, f64, f64) {
+    let key = SiteKey {
+        class: Class::new(Some("lockmeter.calibration.entry"), Location::caller()),
+        kind: LockKind::Mutex,
+        site: Location::caller(),
+        mode: Mode::Exclusive,
+    };
+    let e = Entry::new(key, clock.clone(), u64::MAX, 1);
+    // A sampled uncontended hold: a clock read before the attempt, one
+    // after the unlock, the distribution.
+    let hold = timed(|| {
+        let start = clock.raw();
+        e.hold_started();
+        let end = clock.raw();
+        e.end_sampled_hold(clock.delta_as_nanos(start, end));
+    });
+    // The clock read that ends a wait, and its counters, under the lock.
+    let inside = timed(|| {
+        black_box(clock.raw());
+        e.count_contended(0, 0);
+    });
+    // The clock reads that start the wait and end the hold, the wait and
+    // hold distributions and the holder table, after the unlock.
+    let outside = timed(|| {
+        let start = clock.raw();
+        e.hold_started();
+        let end = clock.raw();
+        let ns = clock.delta_as_nanos(start, end);
+        e.end_contended_hold(Some(ns), ns, std::ptr::null_mut());
+    });
+    (hold.max(0.0), inside.max(0.0), outside.max(0.0))
+}
+
+/// One stack capture of `depth` frames, from `depth` frames deep (so that
+/// the unwinder walks all of them, as in a program's deep call stacks).
+fn capture_cost(depth: usize) -> f64 {
+    #[inline(never)]
+    fn deep(n: usize, depth: usize) -> f64 {
+        if n > 0 {
+            return black_box(deep(black_box(n - 1), depth));
+        }
+        let mut buf = [0usize; MAX_STACK_DEPTH];
+        let t = Instant::now();
+        for _ in 0..CAPTURES {
+            black_box(crate::stacks::capture(&mut buf[..depth]));
+        }
+        t.elapsed().as_nanos() as f64 / CAPTURES as f64
+    }
+    let depth = depth.clamp(1, MAX_STACK_DEPTH);
+    deep(depth, depth)
+}
