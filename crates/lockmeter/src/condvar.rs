@@ -170,24 +170,19 @@ impl Condvar {
         self.wait_until_internal(mutex_guard, None, Location::caller());
     }
 
-    /// [`wait`](Self::wait), giving up at `timeout` (counted in RJECT).
-    #[track_caller]
-    pub fn wait_until<R: RawMutex, T: ?Sized>(
-        &self,
-        mutex_guard: &mut MeteredMutexGuard<'_, R, T>,
-        timeout: Instant,
-    ) -> WaitTimeoutResult {
-        self.wait_until_internal(mutex_guard, Some(timeout), Location::caller())
-    }
-
-    /// [`wait`](Self::wait), giving up after `timeout` (counted in RJECT).
-    #[track_caller]
-    pub fn wait_for<R: RawMutex, T: ?Sized>(
-        &self,
-        mutex_guard: &mut MeteredMutexGuard<'_, R, T>,
-        timeout: Duration,
-    ) -> WaitTimeoutResult {
-        self.wait_until_internal(mutex_guard, to_deadline(timeout), Location::caller())
+    timed_pair! {
+        /// [`wait`](Self::wait), giving up after `timeout` (counted in RJECT).
+        fn wait_for(timeout: Duration) = to_deadline;
+        /// [`wait`](Self::wait), giving up at `timeout` (counted in RJECT).
+        fn wait_until(timeout: Instant) = Some;
+        #[track_caller]
+        pub fn [R: RawMutex, T: ?Sized] (
+            &self,
+            mutex_guard: &mut MeteredMutexGuard<'_, R, T>,
+        ) limit () -> WaitTimeoutResult,
+        |deadline, limit| {
+            self.wait_until_internal(mutex_guard, deadline(limit), Location::caller())
+        }
     }
 
     /// Waits while `condition` returns true: returns with it false and the

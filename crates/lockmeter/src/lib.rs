@@ -109,6 +109,9 @@
 
 #![warn(missing_docs)]
 
+// First: its macros are used by the lock modules below.
+#[macro_use]
+mod guard_api;
 mod backoff;
 mod class;
 mod clock;

@@ -125,16 +125,9 @@ unsafe impl<R: RawMutex + Send, T: ?Sized + Send> Send for MeteredMutex<R, T> {}
 unsafe impl<R: RawMutex + Sync, T: ?Sized + Send> Sync for MeteredMutex<R, T> {}
 
 impl<R: RawMutex, T> MeteredMutex<R, T> {
-    /// A mutex whose class is its creation site.
-    #[track_caller]
-    pub const fn new(value: T) -> Self {
-        Self::from_class(Class::new(None, Location::caller()), value)
-    }
-
-    /// A mutex of the class `name`.
-    #[track_caller]
-    pub const fn named(name: &'static str, value: T) -> Self {
-        Self::from_class(Class::new(Some(name), Location::caller()), value)
+    class_constructors! {
+        new: /// A mutex whose class is its creation site.
+        named: /// A mutex of the class `name`.
     }
 
     /// A mutex over an existing raw lock (lock_api's `const_new`); its
@@ -275,60 +268,35 @@ impl<R: RawMutexFair, T: ?Sized> MeteredMutex<R, T> {
 }
 
 impl<R: RawMutexTimed, T: ?Sized> MeteredMutex<R, T> {
-    /// Acquires the mutex, giving up after `timeout` (counted in RJECT).
-    #[track_caller]
-    pub fn try_lock_for(&self, timeout: R::Duration) -> Option<MeteredMutexGuard<'_, R, T>> {
-        meter::acquire_timed(
-            &self.meta,
-            Location::caller(),
-            Mode::Exclusive,
-            || self.raw.try_lock(),
-            || (self.raw.try_lock_for(timeout), 0, 0),
-        )
-        .map(|(raw, hold)| self.guard(raw, hold))
-    }
-
-    /// Acquires the mutex, giving up at `deadline` (counted in RJECT).
-    #[track_caller]
-    pub fn try_lock_until(&self, deadline: R::Instant) -> Option<MeteredMutexGuard<'_, R, T>> {
-        meter::acquire_timed(
-            &self.meta,
-            Location::caller(),
-            Mode::Exclusive,
-            || self.raw.try_lock(),
-            || (self.raw.try_lock_until(deadline), 0, 0),
-        )
-        .map(|(raw, hold)| self.guard(raw, hold))
+    timed_pair! {
+        /// Acquires the mutex, giving up after `timeout` (counted in RJECT).
+        fn try_lock_for(timeout: R::Duration) = R::try_lock_for;
+        /// Acquires the mutex, giving up at `deadline` (counted in RJECT).
+        fn try_lock_until(deadline: R::Instant) = R::try_lock_until;
+        #[track_caller]
+        pub fn [] (&self,) limit () -> Option<MeteredMutexGuard<'_, R, T>>, |wait, limit| {
+            meter::acquire_timed(
+                &self.meta,
+                Location::caller(),
+                Mode::Exclusive,
+                || self.raw.try_lock(),
+                || (wait(&self.raw, limit), 0, 0),
+            )
+            .map(|(raw, hold)| self.guard(raw, hold))
+        }
     }
 }
 
-impl<R: RawMutex, T: Default> Default for MeteredMutex<R, T> {
-    #[track_caller]
-    fn default() -> Self {
-        Self::new(T::default())
-    }
-}
-
-impl<R: RawMutex, T> From<T> for MeteredMutex<R, T> {
-    #[track_caller]
-    fn from(value: T) -> Self {
-        Self::new(value)
-    }
-}
+from_and_default!([R: RawMutex,] MeteredMutex<R, T> => value);
 
 impl<R: RawMutex, T: ?Sized + fmt::Debug> fmt::Debug for MeteredMutex<R, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut d = f.debug_struct("Mutex");
-        match self.raw.try_lock() {
-            Some(g) => {
-                // SAFETY: we hold the lock until `unlock` below.
-                d.field("data", &unsafe { &*self.data.get() });
-                // SAFETY: `g` is the state of the acquisition just made.
-                unsafe { self.raw.unlock(g) };
-            }
-            None => {
-                d.field("data", &format_args!("<locked>"));
-            }
+        if self
+            .try_lock_unmetered(|data| d.field("data", &data))
+            .is_none()
+        {
+            d.field("data", &format_args!("<locked>"));
         }
         d.finish()
     }
@@ -364,50 +332,14 @@ impl<'a, R: RawMutex, T: ?Sized> MeteredMutexGuard<'a, R, T> {
         }
     }
 
-    /// A guard for a part of the data; the hold carries over.
-    pub fn map<U: ?Sized, F>(s: Self, f: F) -> MeteredMappedMutexGuard<'a, R, U>
-    where
-        F: FnOnce(&mut T) -> &mut U,
-    {
-        // SAFETY: the guard proves the lock is held, exclusively.
-        let data: *mut U = f(unsafe { &mut *s.lock.data.get() });
+    map_fns! {
+        /// A guard for a part of the data; the hold carries over.
+        MeteredMappedMutexGuard<R>, &mut T as *mut
+    }
+
+    fn into_mapped<U: ?Sized>(s: Self, data: *mut U) -> MeteredMappedMutexGuard<'a, R, U> {
         let (lock, raw, hold) = Self::into_parts(s);
         MeteredMappedMutexGuard::new(&lock.raw, data, raw, hold)
-    }
-
-    /// Like [`map`](Self::map), giving the guard back when `f` finds nothing.
-    #[allow(clippy::result_large_err)]
-    pub fn try_map<U: ?Sized, F>(s: Self, f: F) -> Result<MeteredMappedMutexGuard<'a, R, U>, Self>
-    where
-        F: FnOnce(&mut T) -> Option<&mut U>,
-    {
-        // SAFETY: the guard proves the lock is held, exclusively.
-        let Some(data) = f(unsafe { &mut *s.lock.data.get() }) else {
-            return Err(s);
-        };
-        let data: *mut U = data;
-        let (lock, raw, hold) = Self::into_parts(s);
-        Ok(MeteredMappedMutexGuard::new(&lock.raw, data, raw, hold))
-    }
-
-    /// Like [`try_map`](Self::try_map), returning `f`'s error beside the guard.
-    #[allow(clippy::type_complexity)]
-    pub fn try_map_or_err<U: ?Sized, F, E>(
-        s: Self,
-        f: F,
-    ) -> Result<MeteredMappedMutexGuard<'a, R, U>, (Self, E)>
-    where
-        F: FnOnce(&mut T) -> Result<&mut U, E>,
-    {
-        // SAFETY: the guard proves the lock is held, exclusively.
-        match f(unsafe { &mut *s.lock.data.get() }) {
-            Ok(data) => {
-                let data: *mut U = data;
-                let (lock, raw, hold) = Self::into_parts(s);
-                Ok(MeteredMappedMutexGuard::new(&lock.raw, data, raw, hold))
-            }
-            Err(e) => Err((s, e)),
-        }
     }
 
     /// Unlocks, runs `f`, and locks again; the reacquisition counts at the
@@ -417,12 +349,18 @@ impl<'a, R: RawMutex, T: ?Sized> MeteredMutexGuard<'a, R, T> {
     where
         F: FnOnce() -> U,
     {
+        let lock = s.lock;
+        // SAFETY: `raw` is the state of this guard's acquisition.
+        s.unlock_run(|raw| unsafe { lock.raw.unlock(raw) }, f)
+    }
+
+    /// Ends the hold with `unlock`, runs `f`, and reacquires at the
+    /// caller's site, on return or unwind alike.
+    #[track_caller]
+    fn unlock_run<U>(&mut self, unlock: impl FnOnce(R::Guard), f: impl FnOnce() -> U) -> U {
         let site = Location::caller();
-        s.end_hold(|raw| {
-            // SAFETY: `raw` is the state of this guard's acquisition.
-            unsafe { s.lock.raw.unlock(raw) }
-        });
-        let _relock = OnDrop(|| s.relock(site));
+        self.end_hold(unlock);
+        let _relock = OnDrop(|| self.relock(site));
         f()
     }
 
@@ -481,13 +419,9 @@ impl<'a, R: RawMutexFair, T: ?Sized> MeteredMutexGuard<'a, R, T> {
     where
         F: FnOnce() -> U,
     {
-        let site = Location::caller();
-        s.end_hold(|raw| {
-            // SAFETY: `raw` is the state of this guard's acquisition.
-            unsafe { s.lock.raw.unlock_fair(raw) }
-        });
-        let _relock = OnDrop(|| s.relock(site));
-        f()
+        let lock = s.lock;
+        // SAFETY: `raw` is the state of this guard's acquisition.
+        s.unlock_run(|raw| unsafe { lock.raw.unlock_fair(raw) }, f)
     }
 
     /// Lets a waiting thread have the lock, then takes it back. Observed,
@@ -531,18 +465,6 @@ impl<R: RawMutex, T: ?Sized> Drop for MeteredMutexGuard<'_, R, T> {
     }
 }
 
-impl<R: RawMutex, T: ?Sized + fmt::Debug> fmt::Debug for MeteredMutexGuard<'_, R, T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&**self, f)
-    }
-}
-
-impl<R: RawMutex, T: ?Sized + fmt::Display> fmt::Display for MeteredMutexGuard<'_, R, T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(&**self, f)
-    }
-}
-
 /// A guard for a part of a [`MeteredMutex`]'s data, made by
 /// `MeteredMutexGuard::map`. It holds the whole lock; the hold of the guard
 /// it was made from ends when it drops.
@@ -581,50 +503,14 @@ impl<'a, R: RawMutex, T: ?Sized> MeteredMappedMutexGuard<'a, R, T> {
         }
     }
 
-    /// Narrows the guard further.
-    pub fn map<U: ?Sized, F>(s: Self, f: F) -> MeteredMappedMutexGuard<'a, R, U>
-    where
-        F: FnOnce(&mut T) -> &mut U,
-    {
-        // SAFETY: the guard proves the lock is held, exclusively.
-        let data: *mut U = f(unsafe { &mut *s.data });
+    map_fns! {
+        /// Narrows the guard further.
+        MeteredMappedMutexGuard<R>, &mut T as *mut
+    }
+
+    fn into_mapped<U: ?Sized>(s: Self, data: *mut U) -> MeteredMappedMutexGuard<'a, R, U> {
         let (lock, _, raw, hold) = Self::into_parts(s);
         MeteredMappedMutexGuard::new(lock, data, raw, hold)
-    }
-
-    /// Like [`map`](Self::map), giving the guard back when `f` finds nothing.
-    #[allow(clippy::result_large_err)]
-    pub fn try_map<U: ?Sized, F>(s: Self, f: F) -> Result<MeteredMappedMutexGuard<'a, R, U>, Self>
-    where
-        F: FnOnce(&mut T) -> Option<&mut U>,
-    {
-        // SAFETY: the guard proves the lock is held, exclusively.
-        let Some(data) = f(unsafe { &mut *s.data }) else {
-            return Err(s);
-        };
-        let data: *mut U = data;
-        let (lock, _, raw, hold) = Self::into_parts(s);
-        Ok(MeteredMappedMutexGuard::new(lock, data, raw, hold))
-    }
-
-    /// Like [`try_map`](Self::try_map), returning `f`'s error beside the guard.
-    #[allow(clippy::type_complexity)]
-    pub fn try_map_or_err<U: ?Sized, F, E>(
-        s: Self,
-        f: F,
-    ) -> Result<MeteredMappedMutexGuard<'a, R, U>, (Self, E)>
-    where
-        F: FnOnce(&mut T) -> Result<&mut U, E>,
-    {
-        // SAFETY: the guard proves the lock is held, exclusively.
-        match f(unsafe { &mut *s.data }) {
-            Ok(data) => {
-                let data: *mut U = data;
-                let (lock, _, raw, hold) = Self::into_parts(s);
-                Ok(MeteredMappedMutexGuard::new(lock, data, raw, hold))
-            }
-            Err(e) => Err((s, e)),
-        }
     }
 }
 
@@ -662,17 +548,10 @@ impl<R: RawMutex, T: ?Sized> Drop for MeteredMappedMutexGuard<'_, R, T> {
     }
 }
 
-impl<R: RawMutex, T: ?Sized + fmt::Debug> fmt::Debug for MeteredMappedMutexGuard<'_, R, T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&**self, f)
-    }
-}
-
-impl<R: RawMutex, T: ?Sized + fmt::Display> fmt::Display for MeteredMappedMutexGuard<'_, R, T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(&**self, f)
-    }
-}
+fmt_as_data!(
+    [R: RawMutex,] MeteredMutexGuard<'_, R, T>,
+    [R: RawMutex,] MeteredMappedMutexGuard<'_, R, T>,
+);
 
 impl<R: RawMutex, T: ?Sized> MeteredMutex<R, T> {
     /// Runs `f` on the data if the lock is free, without counting: for

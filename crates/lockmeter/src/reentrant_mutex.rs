@@ -186,16 +186,9 @@ unsafe impl<R: RawMutex + Sync, G: GetThreadId + Sync, T: ?Sized + Send> Sync
 }
 
 impl<R: RawMutex, G: GetThreadId, T> MeteredReentrantMutex<R, G, T> {
-    /// A reentrant mutex whose class is its creation site.
-    #[track_caller]
-    pub const fn new(value: T) -> Self {
-        Self::from_class(Class::new(None, Location::caller()), value)
-    }
-
-    /// A reentrant mutex of the class `name`.
-    #[track_caller]
-    pub const fn named(name: &'static str, value: T) -> Self {
-        Self::from_class(Class::new(Some(name), Location::caller()), value)
+    class_constructors! {
+        new: /// A reentrant mutex whose class is its creation site.
+        named: /// A reentrant mutex of the class `name`.
     }
 
     /// A reentrant mutex over existing parts (lock_api's `const_new`).
@@ -318,67 +311,29 @@ impl<R: RawMutexFair, G: GetThreadId, T: ?Sized> MeteredReentrantMutex<R, G, T> 
 }
 
 impl<R: RawMutexTimed, G: GetThreadId, T: ?Sized> MeteredReentrantMutex<R, G, T> {
-    /// Acquires the mutex, giving up after `timeout` (counted in RJECT).
-    #[track_caller]
-    pub fn try_lock_for(
-        &self,
-        timeout: R::Duration,
-    ) -> Option<MeteredReentrantMutexGuard<'_, R, G, T>> {
-        let me = self.core.me();
-        meter::acquire_timed(
-            &self.core.meta,
-            Location::caller(),
-            Mode::Exclusive,
-            || self.core.enter(me, || self.core.raw.try_lock()),
-            || {
-                (
-                    self.core.enter(me, || self.core.raw.try_lock_for(timeout)),
-                    0,
-                    0,
-                )
-            },
-        )
-        .map(|((), hold)| MeteredReentrantMutexGuard::new(self, hold))
-    }
-
-    /// Acquires the mutex, giving up at `deadline` (counted in RJECT).
-    #[track_caller]
-    pub fn try_lock_until(
-        &self,
-        deadline: R::Instant,
-    ) -> Option<MeteredReentrantMutexGuard<'_, R, G, T>> {
-        let me = self.core.me();
-        meter::acquire_timed(
-            &self.core.meta,
-            Location::caller(),
-            Mode::Exclusive,
-            || self.core.enter(me, || self.core.raw.try_lock()),
-            || {
-                (
-                    self.core
-                        .enter(me, || self.core.raw.try_lock_until(deadline)),
-                    0,
-                    0,
-                )
-            },
-        )
-        .map(|((), hold)| MeteredReentrantMutexGuard::new(self, hold))
+    timed_pair! {
+        /// Acquires the mutex, giving up after `timeout` (counted in RJECT).
+        fn try_lock_for(timeout: R::Duration) = R::try_lock_for;
+        /// Acquires the mutex, giving up at `deadline` (counted in RJECT).
+        fn try_lock_until(deadline: R::Instant) = R::try_lock_until;
+        #[track_caller]
+        pub fn [] (&self,) limit () -> Option<MeteredReentrantMutexGuard<'_, R, G, T>>,
+        |wait, limit| {
+            let me = self.core.me();
+            let raw = &self.core.raw;
+            meter::acquire_timed(
+                &self.core.meta,
+                Location::caller(),
+                Mode::Exclusive,
+                || self.core.enter(me, || raw.try_lock()),
+                || (self.core.enter(me, || wait(raw, limit)), 0, 0),
+            )
+            .map(|((), hold)| MeteredReentrantMutexGuard::new(self, hold))
+        }
     }
 }
 
-impl<R: RawMutex, G: GetThreadId, T: Default> Default for MeteredReentrantMutex<R, G, T> {
-    #[track_caller]
-    fn default() -> Self {
-        Self::new(T::default())
-    }
-}
-
-impl<R: RawMutex, G: GetThreadId, T> From<T> for MeteredReentrantMutex<R, G, T> {
-    #[track_caller]
-    fn from(value: T) -> Self {
-        Self::new(value)
-    }
-}
+from_and_default!([R: RawMutex, G: GetThreadId,] MeteredReentrantMutex<R, G, T> => value);
 
 impl<R: RawMutex, G: GetThreadId, T: ?Sized + fmt::Debug> fmt::Debug
     for MeteredReentrantMutex<R, G, T>
@@ -460,43 +415,9 @@ impl<'a, R: RawMutex, G: GetThreadId, T: ?Sized> MeteredReentrantMutexGuard<'a, 
         s.lock
     }
 
-    /// A guard for a part of the data; the hold carries over.
-    pub fn map<U: ?Sized, F>(s: Self, f: F) -> MeteredMappedReentrantMutexGuard<'a, R, G, U>
-    where
-        F: FnOnce(&T) -> &U,
-    {
-        let data: *const U = f(&s);
-        Self::into_mapped(s, data)
-    }
-
-    /// Like [`map`](Self::map), giving the guard back when `f` finds nothing.
-    #[allow(clippy::result_large_err)]
-    pub fn try_map<U: ?Sized, F>(
-        s: Self,
-        f: F,
-    ) -> Result<MeteredMappedReentrantMutexGuard<'a, R, G, U>, Self>
-    where
-        F: FnOnce(&T) -> Option<&U>,
-    {
-        let Some(data) = f(&s) else { return Err(s) };
-        let data: *const U = data;
-        Ok(Self::into_mapped(s, data))
-    }
-
-    /// Like [`try_map`](Self::try_map), returning `f`'s error beside the guard.
-    #[allow(clippy::type_complexity)]
-    pub fn try_map_or_err<U: ?Sized, F, E>(
-        s: Self,
-        f: F,
-    ) -> Result<MeteredMappedReentrantMutexGuard<'a, R, G, U>, (Self, E)>
-    where
-        F: FnOnce(&T) -> Result<&U, E>,
-    {
-        let data: *const U = match f(&s) {
-            Ok(data) => data,
-            Err(e) => return Err((s, e)),
-        };
-        Ok(Self::into_mapped(s, data))
+    map_fns! {
+        /// A guard for a part of the data; the hold carries over.
+        MeteredMappedReentrantMutexGuard<R, G>, &T as *const
     }
 
     /// Leaves this level, runs `f`, and enters again; the reacquisition
@@ -506,12 +427,28 @@ impl<'a, R: RawMutex, G: GetThreadId, T: ?Sized> MeteredReentrantMutexGuard<'a, 
     where
         F: FnOnce() -> U,
     {
-        let site = Location::caller();
-        let hold = std::mem::replace(&mut s.hold, Hold::none());
         // SAFETY: this guard holds a level on this thread; `g` is the raw
         // lock's guard if it was the last.
-        unsafe { s.lock.core.release(&hold, |raw, g| raw.unlock(g)) };
-        let _relock = OnDrop(|| s.hold = s.lock.core.lock_at(site));
+        unsafe { s.unlock_run(|raw, g| raw.unlock(g), f) }
+    }
+
+    /// Ends the hold and leaves this level with `unlock`, runs `f`, and
+    /// enters again at the caller's site, on return or unwind alike.
+    ///
+    /// # Safety
+    /// `unlock` must release the raw lock's guard it is given.
+    #[track_caller]
+    unsafe fn unlock_run<U>(
+        &mut self,
+        unlock: impl FnOnce(&R, R::Guard),
+        f: impl FnOnce() -> U,
+    ) -> U {
+        let site = Location::caller();
+        let hold = std::mem::replace(&mut self.hold, Hold::none());
+        // SAFETY: this guard holds a level on this thread; `unlock` is as
+        // the caller promises.
+        unsafe { self.lock.core.release(&hold, unlock) };
+        let _relock = OnDrop(|| self.hold = self.lock.core.lock_at(site));
         f()
     }
 }
@@ -530,12 +467,8 @@ impl<R: RawMutexFair, G: GetThreadId, T: ?Sized> MeteredReentrantMutexGuard<'_, 
     where
         F: FnOnce() -> U,
     {
-        let site = Location::caller();
-        let hold = std::mem::replace(&mut s.hold, Hold::none());
-        // SAFETY: this guard holds a level on this thread.
-        unsafe { s.lock.core.release(&hold, |raw, g| raw.unlock_fair(g)) };
-        let _relock = OnDrop(|| s.hold = s.lock.core.lock_at(site));
-        f()
+        // SAFETY: `unlock_fair` releases the raw guard.
+        unsafe { s.unlock_run(|raw, g| raw.unlock_fair(g), f) }
     }
 
     /// Lets a waiting thread have the lock if this is the only level, then
@@ -581,7 +514,10 @@ unsafe impl<R: RawMutex + Sync, G: GetThreadId + Sync, T: ?Sized + Sync> Sync
 }
 
 impl<'a, R: RawMutex, G: GetThreadId, T: ?Sized> MeteredMappedReentrantMutexGuard<'a, R, G, T> {
-    fn remap<U: ?Sized>(s: Self, data: *const U) -> MeteredMappedReentrantMutexGuard<'a, R, G, U> {
+    fn into_mapped<U: ?Sized>(
+        s: Self,
+        data: *const U,
+    ) -> MeteredMappedReentrantMutexGuard<'a, R, G, U> {
         let s = ManuallyDrop::new(s);
         MeteredMappedReentrantMutexGuard {
             core: s.core,
@@ -592,43 +528,9 @@ impl<'a, R: RawMutex, G: GetThreadId, T: ?Sized> MeteredMappedReentrantMutexGuar
         }
     }
 
-    /// Narrows the guard further.
-    pub fn map<U: ?Sized, F>(s: Self, f: F) -> MeteredMappedReentrantMutexGuard<'a, R, G, U>
-    where
-        F: FnOnce(&T) -> &U,
-    {
-        let data: *const U = f(&s);
-        Self::remap(s, data)
-    }
-
-    /// Like [`map`](Self::map), giving the guard back when `f` finds nothing.
-    #[allow(clippy::result_large_err)]
-    pub fn try_map<U: ?Sized, F>(
-        s: Self,
-        f: F,
-    ) -> Result<MeteredMappedReentrantMutexGuard<'a, R, G, U>, Self>
-    where
-        F: FnOnce(&T) -> Option<&U>,
-    {
-        let Some(data) = f(&s) else { return Err(s) };
-        let data: *const U = data;
-        Ok(Self::remap(s, data))
-    }
-
-    /// Like [`try_map`](Self::try_map), returning `f`'s error beside the guard.
-    #[allow(clippy::type_complexity)]
-    pub fn try_map_or_err<U: ?Sized, F, E>(
-        s: Self,
-        f: F,
-    ) -> Result<MeteredMappedReentrantMutexGuard<'a, R, G, U>, (Self, E)>
-    where
-        F: FnOnce(&T) -> Result<&U, E>,
-    {
-        let data: *const U = match f(&s) {
-            Ok(data) => data,
-            Err(e) => return Err((s, e)),
-        };
-        Ok(Self::remap(s, data))
+    map_fns! {
+        /// Narrows the guard further.
+        MeteredMappedReentrantMutexGuard<R, G>, &T as *const
     }
 }
 
@@ -663,20 +565,7 @@ impl<R: RawMutex, G: GetThreadId, T: ?Sized> Drop
     }
 }
 
-/// `Debug` and `Display` show the data, as lock_api's guards do.
-macro_rules! fmt_as_data {
-    ($($guard:ident),*) => {$(
-        impl<R: RawMutex, G: GetThreadId, T: ?Sized + fmt::Debug> fmt::Debug for $guard<'_, R, G, T> {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                fmt::Debug::fmt(&**self, f)
-            }
-        }
-        impl<R: RawMutex, G: GetThreadId, T: ?Sized + fmt::Display> fmt::Display for $guard<'_, R, G, T> {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                fmt::Display::fmt(&**self, f)
-            }
-        }
-    )*};
-}
-
-fmt_as_data!(MeteredReentrantMutexGuard, MeteredMappedReentrantMutexGuard);
+fmt_as_data!(
+    [R: RawMutex, G: GetThreadId,] MeteredReentrantMutexGuard<'_, R, G, T>,
+    [R: RawMutex, G: GetThreadId,] MeteredMappedReentrantMutexGuard<'_, R, G, T>,
+);

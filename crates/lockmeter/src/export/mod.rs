@@ -53,10 +53,19 @@ pub use dump::DumpFormat;
 pub use prometheus::PrometheusStats;
 
 use dump::{DumpWorker, SignalThread};
+
 use endpoint::{Counters, Endpoint, EndpointOptions};
 use exit::AtExit;
 use prometheus::{PrometheusOptions, PrometheusServer};
 use record::Recorder;
+
+/// Stack of a listener's client thread (endpoint and Prometheus alike): it
+/// parses small requests and serializes snapshots or formats text, nothing
+/// deep.
+const CLIENT_STACK: usize = 512 * 1024;
+/// A listener's pause after an accept error such as running out of file
+/// descriptors, so that a persistent error does not spin its accept thread.
+const ACCEPT_ERROR_PAUSE: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// What the export paths read from: implemented by lockmeter::Handle.
 pub trait SnapshotSource: Send + Sync + 'static {

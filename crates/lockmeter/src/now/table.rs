@@ -179,23 +179,37 @@ impl Table {
     #[inline(never)]
     pub fn hold_nested(&self, r: Rec) -> u32 {
         let len = self.holds();
-        // Reuse a hole left by an out-of-order release (hand-over-hand
-        // locking), else the next free record.
+        let ix = self.slot_for_hold(len);
+        if ix == MAX_HELD {
+            return UNTRACKED;
+        }
+        self.change(|| self.put_hold(ix, len, r));
+        ix as u32
+    }
+
+    /// The record a new hold takes when `len` are in use: a hole left by
+    /// an out-of-order release (hand-over-hand locking), else the next
+    /// free one; `MAX_HELD`, counted as untracked, when the table is full.
+    fn slot_for_hold(&self, len: usize) -> usize {
         let ix = (0..len)
             .find(|&i| self.held[i].lock.load(Relaxed) == 0)
             .unwrap_or(len);
         if ix == MAX_HELD {
             self.untracked
                 .store(self.untracked.load(Relaxed) + 1, Relaxed);
-            return UNTRACKED;
         }
-        self.change(|| {
-            self.held[ix].set(r);
-            if ix == len {
-                self.held_len.store(len + 1, Relaxed);
-            }
-        });
-        ix as u32
+        ix
+    }
+
+    /// Writes `r` to the record `ix` from [`slot_for_hold`], counting it
+    /// in when it is the next free one. Inside a [`change`](Self::change).
+    ///
+    /// [`slot_for_hold`]: Self::slot_for_hold
+    fn put_hold(&self, ix: usize, len: usize, r: Rec) {
+        self.held[ix].set(r);
+        if ix == len {
+            self.held_len.store(len + 1, Relaxed);
+        }
     }
 
     /// Forgets the hold at `ix`; releasing a thread's only hold is inline.
@@ -264,20 +278,11 @@ impl Table {
     pub fn wait_over_held(&self, r: Rec) -> u32 {
         let depth = self.waits_len.load(Relaxed);
         let len = self.holds();
-        let ix = (0..len)
-            .find(|&i| self.held[i].lock.load(Relaxed) == 0)
-            .unwrap_or(len);
-        if ix == MAX_HELD {
-            self.untracked
-                .store(self.untracked.load(Relaxed) + 1, Relaxed);
-        }
+        let ix = self.slot_for_hold(len);
         self.change(|| {
             self.waits_len.store(depth.saturating_sub(1), Relaxed);
             if ix < MAX_HELD {
-                self.held[ix].set(r);
-                if ix == len {
-                    self.held_len.store(len + 1, Relaxed);
-                }
+                self.put_hold(ix, len, r);
             }
         });
         if ix < MAX_HELD {

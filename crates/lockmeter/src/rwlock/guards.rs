@@ -4,7 +4,6 @@
 //! the lock (in its mode) is released. None is `Send`: the hold is
 //! recorded by the thread that acquired.
 
-use std::fmt;
 use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
 use std::ops::{Deref, DerefMut};
@@ -22,65 +21,6 @@ use crate::meter::Hold;
 use crate::on_drop::OnDrop;
 use crate::recorder;
 
-/// Shared access to a [`MeteredRwLock`]'s data.
-#[must_use = "the lock is released as soon as the guard is dropped"]
-pub struct MeteredReadGuard<'a, R: RawRwLock, T: ?Sized> {
-    lock: &'a MeteredRwLock<R, T>,
-    raw: ManuallyDrop<R::SharedGuard>,
-    hold: Hold,
-}
-
-/// Exclusive access to a [`MeteredRwLock`]'s data.
-#[must_use = "the lock is released as soon as the guard is dropped"]
-pub struct MeteredWriteGuard<'a, R: RawRwLock, T: ?Sized> {
-    lock: &'a MeteredRwLock<R, T>,
-    raw: ManuallyDrop<R::ExclusiveGuard>,
-    hold: Hold,
-}
-
-/// Upgradable shared access to a [`MeteredRwLock`]'s data: readable now,
-/// writable after `upgrade`.
-#[must_use = "the lock is released as soon as the guard is dropped"]
-pub struct MeteredUpgradableReadGuard<'a, R: RawRwLockUpgrade, T: ?Sized> {
-    lock: &'a MeteredRwLock<R, T>,
-    raw: ManuallyDrop<R::UpgradableGuard>,
-    hold: Hold,
-}
-
-/// Shared access to a part of a [`MeteredRwLock`]'s data, made by `map`.
-#[must_use = "the lock is released as soon as the guard is dropped"]
-pub struct MeteredMappedReadGuard<'a, R: RawRwLock, T: ?Sized> {
-    lock: &'a R,
-    data: *const T,
-    raw: ManuallyDrop<R::SharedGuard>,
-    hold: Hold,
-    marker: PhantomData<&'a T>,
-}
-
-/// Exclusive access to a part of a [`MeteredRwLock`]'s data, made by `map`.
-#[must_use = "the lock is released as soon as the guard is dropped"]
-pub struct MeteredMappedWriteGuard<'a, R: RawRwLock, T: ?Sized> {
-    lock: &'a R,
-    data: *mut T,
-    raw: ManuallyDrop<R::ExclusiveGuard>,
-    hold: Hold,
-    marker: PhantomData<&'a mut T>,
-}
-
-// SAFETY: sharing a guard only shares `&T`.
-unsafe impl<R: RawRwLock + Sync, T: ?Sized + Sync> Sync for MeteredReadGuard<'_, R, T> {}
-// SAFETY: sharing a guard only shares `&T`.
-unsafe impl<R: RawRwLock + Sync, T: ?Sized + Sync> Sync for MeteredWriteGuard<'_, R, T> {}
-// SAFETY: sharing a guard only shares `&T`.
-unsafe impl<R: RawRwLockUpgrade + Sync, T: ?Sized + Sync> Sync
-    for MeteredUpgradableReadGuard<'_, R, T>
-{
-}
-// SAFETY: sharing a guard only shares `&T`.
-unsafe impl<R: RawRwLock + Sync, T: ?Sized + Sync> Sync for MeteredMappedReadGuard<'_, R, T> {}
-// SAFETY: sharing a guard only shares `&T`.
-unsafe impl<R: RawRwLock + Sync, T: ?Sized + Sync> Sync for MeteredMappedWriteGuard<'_, R, T> {}
-
 /// Moves a guard's fields out without running its `Drop`.
 macro_rules! into_parts {
     ($s:expr, $($field:ident),*) => {{
@@ -94,205 +34,199 @@ macro_rules! into_parts {
     }};
 }
 
-impl<'a, R: RawRwLock, T: ?Sized> MeteredReadGuard<'a, R, T> {
-    pub(super) fn new(lock: &'a MeteredRwLock<R, T>, raw: R::SharedGuard, hold: Hold) -> Self {
-        MeteredReadGuard {
-            lock,
-            raw: ManuallyDrop::new(raw),
-            hold,
+// The guards share most of their API, so it is written once, in the three
+// macros below, and stamped out per guard, as lock_api does for its guards:
+// the guards differ only in the raw guard they carry and in the raw-lock
+// method that ends it, which a trait over the guards would have to name
+// anyway, at the cost of one more public-looking layer.
+
+/// A guard that owns its [`MeteredRwLock`] borrow and can release and
+/// reacquire it in place: the struct (not `Send`, `Sync` as `&T` is),
+/// `new`, `rwlock`, `unlocked`, and the private `end_hold` / `relock` /
+/// `unlock_run` the fair forms share.
+macro_rules! relockable_guard {
+    (
+        $(#[$struct_doc:meta])*
+        $guard:ident<R: $bound:ident>, raw: $raw:ident,
+        unlock: $unlock:ident, reacquire: $at:ident,
+        rwlock: $(#[$rwlock_doc:meta])*
+        unlocked: $(#[$unlocked_doc:meta])*
+    ) => {
+        $(#[$struct_doc])*
+        #[must_use = "the lock is released as soon as the guard is dropped"]
+        pub struct $guard<'a, R: $bound, T: ?Sized> {
+            lock: &'a MeteredRwLock<R, T>,
+            raw: ManuallyDrop<R::$raw>,
+            hold: Hold,
         }
-    }
 
-    /// The lock this guard reads.
-    pub fn rwlock(s: &Self) -> &'a MeteredRwLock<R, T> {
-        s.lock
-    }
+        // SAFETY: sharing a guard only shares `&T`.
+        unsafe impl<R: $bound + Sync, T: ?Sized + Sync> Sync for $guard<'_, R, T> {}
 
-    /// A guard for a part of the data; the hold carries over.
-    pub fn map<U: ?Sized, F>(s: Self, f: F) -> MeteredMappedReadGuard<'a, R, U>
-    where
-        F: FnOnce(&T) -> &U,
-    {
-        let data: *const U = f(&s);
-        let (lock, raw, hold) = into_parts!(s, lock);
-        MeteredMappedReadGuard::new(&lock.raw, data, raw, hold)
-    }
+        impl<'a, R: $bound, T: ?Sized> $guard<'a, R, T> {
+            pub(super) fn new(lock: &'a MeteredRwLock<R, T>, raw: R::$raw, hold: Hold) -> Self {
+                $guard {
+                    lock,
+                    raw: ManuallyDrop::new(raw),
+                    hold,
+                }
+            }
 
-    /// Like [`map`](Self::map), giving the guard back when `f` finds nothing.
-    #[allow(clippy::result_large_err)]
-    pub fn try_map<U: ?Sized, F>(s: Self, f: F) -> Result<MeteredMappedReadGuard<'a, R, U>, Self>
-    where
-        F: FnOnce(&T) -> Option<&U>,
-    {
-        let Some(data) = f(&s) else { return Err(s) };
-        let data: *const U = data;
-        let (lock, raw, hold) = into_parts!(s, lock);
-        Ok(MeteredMappedReadGuard::new(&lock.raw, data, raw, hold))
-    }
+            $(#[$rwlock_doc])*
+            pub fn rwlock(s: &Self) -> &'a MeteredRwLock<R, T> {
+                s.lock
+            }
 
-    /// Like [`try_map`](Self::try_map), returning `f`'s error beside the guard.
-    #[allow(clippy::type_complexity)]
-    pub fn try_map_or_err<U: ?Sized, F, E>(
-        s: Self,
-        f: F,
-    ) -> Result<MeteredMappedReadGuard<'a, R, U>, (Self, E)>
-    where
-        F: FnOnce(&T) -> Result<&U, E>,
-    {
-        let data: *const U = match f(&s) {
-            Ok(data) => data,
-            Err(e) => return Err((s, e)),
-        };
-        let (lock, raw, hold) = into_parts!(s, lock);
-        Ok(MeteredMappedReadGuard::new(&lock.raw, data, raw, hold))
-    }
+            $(#[$unlocked_doc])*
+            #[track_caller]
+            pub fn unlocked<F, U>(s: &mut Self, f: F) -> U
+            where
+                F: FnOnce() -> U,
+            {
+                let lock = s.lock;
+                // SAFETY: `raw` is this guard's lock, in the mode `$unlock`
+                // releases.
+                s.unlock_run(|raw| unsafe { lock.raw.$unlock(raw) }, f)
+            }
 
-    /// Unlocks, runs `f`, and reads again; the reacquisition counts at the
-    /// caller's site.
-    #[track_caller]
-    pub fn unlocked<F, U>(s: &mut Self, f: F) -> U
-    where
-        F: FnOnce() -> U,
-    {
-        let site = Location::caller();
-        let lock = s.lock;
-        // SAFETY: `raw` is this guard's shared lock.
-        s.end_hold(|raw| unsafe { lock.raw.unlock_shared(raw) });
-        let _relock = OnDrop(|| s.relock(site));
-        f()
-    }
+            /// Ends the hold with `unlock`, runs `f`, and reacquires at the
+            /// caller's site, on return or unwind alike.
+            #[track_caller]
+            fn unlock_run<U>(&mut self, unlock: impl FnOnce(R::$raw), f: impl FnOnce() -> U) -> U {
+                let site = Location::caller();
+                self.end_hold(unlock);
+                let _relock = OnDrop(|| self.relock(site));
+                f()
+            }
 
-    fn end_hold(&mut self, unlock: impl FnOnce(R::SharedGuard)) {
-        // SAFETY: put back by `relock` before the guard is used again.
-        let raw = unsafe { ManuallyDrop::take(&mut self.raw) };
-        std::mem::replace(&mut self.hold, Hold::none()).release(|| unlock(raw));
-    }
+            fn end_hold(&mut self, unlock: impl FnOnce(R::$raw)) {
+                // SAFETY: put back by `relock` before the guard is used again.
+                let raw = unsafe { ManuallyDrop::take(&mut self.raw) };
+                std::mem::replace(&mut self.hold, Hold::none()).release(|| unlock(raw));
+            }
 
-    fn relock(&mut self, site: &'static Location<'static>) {
-        let (raw, hold) = self.lock.read_at(site);
-        self.raw = ManuallyDrop::new(raw);
-        self.hold = hold;
-    }
+            fn relock(&mut self, site: &'static Location<'static>) {
+                let (raw, hold) = self.lock.$at(site);
+                self.raw = ManuallyDrop::new(raw);
+                self.hold = hold;
+            }
+        }
+    };
 }
 
-impl<R: RawRwLockFair, T: ?Sized> MeteredReadGuard<'_, R, T> {
-    /// Unlocks fairly.
-    pub fn unlock_fair(s: Self) {
-        let (lock, raw, hold) = into_parts!(s, lock);
-        // SAFETY: `raw` is this guard's shared lock.
-        hold.release(|| unsafe { lock.raw.unlock_shared_fair(raw) });
-    }
+/// The fair-unlock API of a [`relockable_guard!`]: `unlock_fair`,
+/// `unlocked_fair` and `bump`.
+macro_rules! fair_guard {
+    (
+        $guard:ident<R: $bound:ident>, unlock_fair: $unlock_fair:ident, bump: $bump:ident,
+        $(#[$bump_doc:meta])*
+    ) => {
+        impl<R: $bound, T: ?Sized> $guard<'_, R, T> {
+            /// Unlocks fairly.
+            pub fn unlock_fair(s: Self) {
+                let (lock, raw, hold) = into_parts!(s, lock);
+                // SAFETY: `raw` is this guard's lock, in the mode
+                // `$unlock_fair` releases.
+                hold.release(|| unsafe { lock.raw.$unlock_fair(raw) });
+            }
 
-    /// [`unlocked`](Self::unlocked) with a fair unlock.
-    #[track_caller]
-    pub fn unlocked_fair<F, U>(s: &mut Self, f: F) -> U
-    where
-        F: FnOnce() -> U,
-    {
-        let site = Location::caller();
-        let lock = s.lock;
-        // SAFETY: `raw` is this guard's shared lock.
-        s.end_hold(|raw| unsafe { lock.raw.unlock_shared_fair(raw) });
-        let _relock = OnDrop(|| s.relock(site));
-        f()
-    }
+            /// [`unlocked`](Self::unlocked) with a fair unlock.
+            #[track_caller]
+            pub fn unlocked_fair<F, U>(s: &mut Self, f: F) -> U
+            where
+                F: FnOnce() -> U,
+            {
+                let lock = s.lock;
+                // SAFETY: as in `unlock_fair`.
+                s.unlock_run(|raw| unsafe { lock.raw.$unlock_fair(raw) }, f)
+            }
 
+            $(#[$bump_doc])*
+            #[track_caller]
+            pub fn bump(s: &mut Self) {
+                if !recorder::observing() {
+                    // SAFETY: `raw` is this guard's lock, in the mode `$bump`
+                    // expects.
+                    unsafe { s.lock.raw.$bump(&mut s.raw) };
+                    return;
+                }
+                Self::unlocked_fair(s, || ());
+            }
+        }
+    };
+}
+
+relockable_guard! {
+    /// Shared access to a [`MeteredRwLock`]'s data.
+    MeteredReadGuard<R: RawRwLock>, raw: SharedGuard,
+    unlock: unlock_shared, reacquire: read_at,
+    rwlock: /// The lock this guard reads.
+    unlocked:
+    /// Unlocks, runs `f`, and reads again; the reacquisition counts at the
+    /// caller's site.
+}
+
+relockable_guard! {
+    /// Exclusive access to a [`MeteredRwLock`]'s data.
+    MeteredWriteGuard<R: RawRwLock>, raw: ExclusiveGuard,
+    unlock: unlock_exclusive, reacquire: write_at,
+    rwlock: /// The lock this guard writes.
+    unlocked:
+    /// Unlocks, runs `f`, and writes again; the reacquisition counts at
+    /// the caller's site.
+}
+
+relockable_guard! {
+    /// Upgradable shared access to a [`MeteredRwLock`]'s data: readable now,
+    /// writable after `upgrade`.
+    MeteredUpgradableReadGuard<R: RawRwLockUpgrade>, raw: UpgradableGuard,
+    unlock: unlock_upgradable, reacquire: upgradable_at,
+    rwlock: /// The lock this guard reads.
+    unlocked:
+    /// Unlocks, runs `f`, and takes upgradable access again; the
+    /// reacquisition counts at the caller's site.
+}
+
+fair_guard! {
+    MeteredReadGuard<R: RawRwLockFair>, unlock_fair: unlock_shared_fair, bump: bump_shared,
     /// Lets waiting threads have the lock, then reads again (observed:
     /// always, counted at the caller's site).
-    #[track_caller]
-    pub fn bump(s: &mut Self) {
-        if !recorder::observing() {
-            // SAFETY: `raw` is this guard's shared lock.
-            unsafe { s.lock.raw.bump_shared(&mut s.raw) };
-            return;
-        }
-        Self::unlocked_fair(s, || ());
+}
+
+fair_guard! {
+    MeteredWriteGuard<R: RawRwLockFair>, unlock_fair: unlock_exclusive_fair, bump: bump_exclusive,
+    /// Lets a waiting thread have the lock, then writes again (observed:
+    /// always, counted at the caller's site).
+}
+
+fair_guard! {
+    MeteredUpgradableReadGuard<R: RawRwLockUpgradeFair>,
+    unlock_fair: unlock_upgradable_fair, bump: bump_upgradable,
+    /// Lets waiting threads have the lock, then takes upgradable access
+    /// again (observed: always, counted at the caller's site).
+}
+
+impl<'a, R: RawRwLock, T: ?Sized> MeteredReadGuard<'a, R, T> {
+    map_fns! {
+        /// A guard for a part of the data; the hold carries over.
+        MeteredMappedReadGuard<R>, &T as *const
+    }
+
+    fn into_mapped<U: ?Sized>(s: Self, data: *const U) -> MeteredMappedReadGuard<'a, R, U> {
+        let (lock, raw, hold) = into_parts!(s, lock);
+        MeteredMappedReadGuard::new(&lock.raw, data, raw, hold)
     }
 }
 
 impl<'a, R: RawRwLock, T: ?Sized> MeteredWriteGuard<'a, R, T> {
-    pub(super) fn new(lock: &'a MeteredRwLock<R, T>, raw: R::ExclusiveGuard, hold: Hold) -> Self {
-        MeteredWriteGuard {
-            lock,
-            raw: ManuallyDrop::new(raw),
-            hold,
-        }
+    map_fns! {
+        /// A guard for a part of the data; the hold carries over.
+        MeteredMappedWriteGuard<R>, &mut T as *mut
     }
 
-    /// The lock this guard writes.
-    pub fn rwlock(s: &Self) -> &'a MeteredRwLock<R, T> {
-        s.lock
-    }
-
-    /// A guard for a part of the data; the hold carries over.
-    pub fn map<U: ?Sized, F>(s: Self, f: F) -> MeteredMappedWriteGuard<'a, R, U>
-    where
-        F: FnOnce(&mut T) -> &mut U,
-    {
-        // SAFETY: the guard proves the write lock is held.
-        let data: *mut U = f(unsafe { &mut *s.lock.data.get() });
+    fn into_mapped<U: ?Sized>(s: Self, data: *mut U) -> MeteredMappedWriteGuard<'a, R, U> {
         let (lock, raw, hold) = into_parts!(s, lock);
         MeteredMappedWriteGuard::new(&lock.raw, data, raw, hold)
-    }
-
-    /// Like [`map`](Self::map), giving the guard back when `f` finds nothing.
-    #[allow(clippy::result_large_err)]
-    pub fn try_map<U: ?Sized, F>(s: Self, f: F) -> Result<MeteredMappedWriteGuard<'a, R, U>, Self>
-    where
-        F: FnOnce(&mut T) -> Option<&mut U>,
-    {
-        // SAFETY: the guard proves the write lock is held.
-        let Some(data) = f(unsafe { &mut *s.lock.data.get() }) else {
-            return Err(s);
-        };
-        let data: *mut U = data;
-        let (lock, raw, hold) = into_parts!(s, lock);
-        Ok(MeteredMappedWriteGuard::new(&lock.raw, data, raw, hold))
-    }
-
-    /// Like [`try_map`](Self::try_map), returning `f`'s error beside the guard.
-    #[allow(clippy::type_complexity)]
-    pub fn try_map_or_err<U: ?Sized, F, E>(
-        s: Self,
-        f: F,
-    ) -> Result<MeteredMappedWriteGuard<'a, R, U>, (Self, E)>
-    where
-        F: FnOnce(&mut T) -> Result<&mut U, E>,
-    {
-        // SAFETY: the guard proves the write lock is held.
-        let data: *mut U = match f(unsafe { &mut *s.lock.data.get() }) {
-            Ok(data) => data,
-            Err(e) => return Err((s, e)),
-        };
-        let (lock, raw, hold) = into_parts!(s, lock);
-        Ok(MeteredMappedWriteGuard::new(&lock.raw, data, raw, hold))
-    }
-
-    /// Unlocks, runs `f`, and writes again; the reacquisition counts at
-    /// the caller's site.
-    #[track_caller]
-    pub fn unlocked<F, U>(s: &mut Self, f: F) -> U
-    where
-        F: FnOnce() -> U,
-    {
-        let site = Location::caller();
-        let lock = s.lock;
-        // SAFETY: `raw` is this guard's exclusive lock.
-        s.end_hold(|raw| unsafe { lock.raw.unlock_exclusive(raw) });
-        let _relock = OnDrop(|| s.relock(site));
-        f()
-    }
-
-    fn end_hold(&mut self, unlock: impl FnOnce(R::ExclusiveGuard)) {
-        // SAFETY: put back by `relock` before the guard is used again.
-        let raw = unsafe { ManuallyDrop::take(&mut self.raw) };
-        std::mem::replace(&mut self.hold, Hold::none()).release(|| unlock(raw));
-    }
-
-    fn relock(&mut self, site: &'static Location<'static>) {
-        let (raw, hold) = self.lock.write_at(site);
-        self.raw = ManuallyDrop::new(raw);
-        self.hold = hold;
     }
 }
 
@@ -302,11 +236,9 @@ impl<'a, R: RawRwLockDowngrade, T: ?Sized> MeteredWriteGuard<'a, R, T> {
     #[track_caller]
     pub fn downgrade(s: Self) -> MeteredReadGuard<'a, R, T> {
         let (lock, raw, hold) = into_parts!(s, lock);
-        let mut shared = None;
         // SAFETY: `raw` is this guard's exclusive lock.
-        hold.release(|| shared = Some(unsafe { lock.raw.downgrade(raw) }));
-        let shared = shared.expect("release runs its closure");
-        let (raw, hold) = lock.begin_held(Mode::Read, Location::caller(), shared);
+        let turn = || unsafe { lock.raw.downgrade(raw) };
+        let (raw, hold) = lock.switch_mode(hold, Mode::Read, Location::caller(), turn);
         MeteredReadGuard::new(lock, raw, hold)
     }
 }
@@ -316,92 +248,11 @@ impl<'a, R: RawRwLockUpgradeDowngrade, T: ?Sized> MeteredWriteGuard<'a, R, T> {
     /// upgradable acquisition begins here.
     #[track_caller]
     pub fn downgrade_to_upgradable(s: Self) -> MeteredUpgradableReadGuard<'a, R, T> {
-        let (lock, raw, hold) = into_parts!(s, lock);
-        let mut up = None;
-        // SAFETY: `raw` is this guard's exclusive lock.
-        hold.release(|| up = Some(unsafe { lock.raw.downgrade_to_upgradable(raw) }));
-        let up = up.expect("release runs its closure");
-        let (raw, hold) = lock.begin_held(Mode::Upgradable, Location::caller(), up);
-        MeteredUpgradableReadGuard::new(lock, raw, hold)
-    }
-}
-
-impl<R: RawRwLockFair, T: ?Sized> MeteredWriteGuard<'_, R, T> {
-    /// Unlocks fairly.
-    pub fn unlock_fair(s: Self) {
-        let (lock, raw, hold) = into_parts!(s, lock);
-        // SAFETY: `raw` is this guard's exclusive lock.
-        hold.release(|| unsafe { lock.raw.unlock_exclusive_fair(raw) });
-    }
-
-    /// [`unlocked`](Self::unlocked) with a fair unlock.
-    #[track_caller]
-    pub fn unlocked_fair<F, U>(s: &mut Self, f: F) -> U
-    where
-        F: FnOnce() -> U,
-    {
-        let site = Location::caller();
-        let lock = s.lock;
-        // SAFETY: `raw` is this guard's exclusive lock.
-        s.end_hold(|raw| unsafe { lock.raw.unlock_exclusive_fair(raw) });
-        let _relock = OnDrop(|| s.relock(site));
-        f()
-    }
-
-    /// Lets a waiting thread have the lock, then writes again (observed:
-    /// always, counted at the caller's site).
-    #[track_caller]
-    pub fn bump(s: &mut Self) {
-        if !recorder::observing() {
-            // SAFETY: `raw` is this guard's exclusive lock.
-            unsafe { s.lock.raw.bump_exclusive(&mut s.raw) };
-            return;
-        }
-        Self::unlocked_fair(s, || ());
+        Self::downgrade_to_upgradable_at(s, Location::caller())
     }
 }
 
 impl<'a, R: RawRwLockUpgrade, T: ?Sized> MeteredUpgradableReadGuard<'a, R, T> {
-    pub(super) fn new(lock: &'a MeteredRwLock<R, T>, raw: R::UpgradableGuard, hold: Hold) -> Self {
-        MeteredUpgradableReadGuard {
-            lock,
-            raw: ManuallyDrop::new(raw),
-            hold,
-        }
-    }
-
-    /// The lock this guard reads.
-    pub fn rwlock(s: &Self) -> &'a MeteredRwLock<R, T> {
-        s.lock
-    }
-
-    /// Unlocks, runs `f`, and takes upgradable access again; the
-    /// reacquisition counts at the caller's site.
-    #[track_caller]
-    pub fn unlocked<F, U>(s: &mut Self, f: F) -> U
-    where
-        F: FnOnce() -> U,
-    {
-        let site = Location::caller();
-        let lock = s.lock;
-        // SAFETY: `raw` is this guard's upgradable lock.
-        s.end_hold(|raw| unsafe { lock.raw.unlock_upgradable(raw) });
-        let _relock = OnDrop(|| s.relock(site));
-        f()
-    }
-
-    fn end_hold(&mut self, unlock: impl FnOnce(R::UpgradableGuard)) {
-        // SAFETY: put back by `relock` before the guard is used again.
-        let raw = unsafe { ManuallyDrop::take(&mut self.raw) };
-        std::mem::replace(&mut self.hold, Hold::none()).release(|| unlock(raw));
-    }
-
-    fn relock(&mut self, site: &'static Location<'static>) {
-        let (raw, hold) = self.lock.upgradable_at(site);
-        self.raw = ManuallyDrop::new(raw);
-        self.hold = hold;
-    }
-
     /// Waits for the readers to leave and takes write access: a `write`
     /// acquisition at the caller's site; the upgradable hold then ends.
     #[track_caller]
@@ -418,7 +269,19 @@ impl<'a, R: RawRwLockUpgrade, T: ?Sized> MeteredUpgradableReadGuard<'a, R, T> {
     #[allow(clippy::result_large_err)]
     pub fn try_upgrade(s: Self) -> Result<MeteredWriteGuard<'a, R, T>, Self> {
         let (lock, raw, hold) = into_parts!(s, lock);
-        match lock.try_upgrade_at(raw, Location::caller()) {
+        let got = lock.try_upgrade_at(raw, Location::caller());
+        Self::upgraded_or_back(lock, hold, got)
+    }
+
+    /// The write guard of a successful try-upgrade (the upgradable `hold`
+    /// ends), or this guard rebuilt from the raw guard given back.
+    #[allow(clippy::result_large_err)]
+    fn upgraded_or_back(
+        lock: &'a MeteredRwLock<R, T>,
+        hold: Hold,
+        got: Result<(R::ExclusiveGuard, Hold), R::UpgradableGuard>,
+    ) -> Result<MeteredWriteGuard<'a, R, T>, Self> {
+        match got {
             Ok((w, whold)) => {
                 hold.release(|| ());
                 Ok(MeteredWriteGuard::new(lock, w, whold))
@@ -428,52 +291,15 @@ impl<'a, R: RawRwLockUpgrade, T: ?Sized> MeteredUpgradableReadGuard<'a, R, T> {
     }
 }
 
-impl<R: RawRwLockUpgradeFair, T: ?Sized> MeteredUpgradableReadGuard<'_, R, T> {
-    /// Unlocks fairly.
-    pub fn unlock_fair(s: Self) {
-        let (lock, raw, hold) = into_parts!(s, lock);
-        // SAFETY: `raw` is this guard's upgradable lock.
-        hold.release(|| unsafe { lock.raw.unlock_upgradable_fair(raw) });
-    }
-
-    /// [`unlocked`](Self::unlocked) with a fair unlock.
-    #[track_caller]
-    pub fn unlocked_fair<F, U>(s: &mut Self, f: F) -> U
-    where
-        F: FnOnce() -> U,
-    {
-        let site = Location::caller();
-        let lock = s.lock;
-        // SAFETY: `raw` is this guard's upgradable lock.
-        s.end_hold(|raw| unsafe { lock.raw.unlock_upgradable_fair(raw) });
-        let _relock = OnDrop(|| s.relock(site));
-        f()
-    }
-
-    /// Lets waiting threads have the lock, then takes upgradable access
-    /// again (observed: always, counted at the caller's site).
-    #[track_caller]
-    pub fn bump(s: &mut Self) {
-        if !recorder::observing() {
-            // SAFETY: `raw` is this guard's upgradable lock.
-            unsafe { s.lock.raw.bump_upgradable(&mut s.raw) };
-            return;
-        }
-        Self::unlocked_fair(s, || ());
-    }
-}
-
 impl<'a, R: RawRwLockUpgradeDowngrade, T: ?Sized> MeteredUpgradableReadGuard<'a, R, T> {
     /// Turns upgradable access into plain read access: the upgradable
     /// hold ends, a read acquisition begins here.
     #[track_caller]
     pub fn downgrade(s: Self) -> MeteredReadGuard<'a, R, T> {
         let (lock, raw, hold) = into_parts!(s, lock);
-        let mut shared = None;
         // SAFETY: `raw` is this guard's upgradable lock.
-        hold.release(|| shared = Some(unsafe { lock.raw.downgrade_upgradable(raw) }));
-        let shared = shared.expect("release runs its closure");
-        let (raw, hold) = lock.begin_held(Mode::Read, Location::caller(), shared);
+        let turn = || unsafe { lock.raw.downgrade_upgradable(raw) };
+        let (raw, hold) = lock.switch_mode(hold, Mode::Read, Location::caller(), turn);
         MeteredReadGuard::new(lock, raw, hold)
     }
 
@@ -491,10 +317,24 @@ impl<'a, R: RawRwLockUpgradeDowngrade, T: ?Sized> MeteredUpgradableReadGuard<'a,
     /// now; `None` (counted in RJECT) otherwise.
     #[track_caller]
     pub fn try_with_upgraded<Ret, F: FnOnce(&mut T) -> Ret>(&mut self, f: F) -> Option<Ret> {
-        let site = Location::caller();
+        let (lock, site) = (self.lock, Location::caller());
+        self.try_run_upgraded(site, |raw| lock.try_upgrade_at(raw, site), f)
+    }
+
+    /// Tries to upgrade with `upgrade` and, if it succeeds, runs `f` as
+    /// [`run_upgraded`](Self::run_upgraded) does; else puts the raw guard
+    /// back and returns `None`.
+    fn try_run_upgraded<Ret>(
+        &mut self,
+        site: &'static Location<'static>,
+        upgrade: impl FnOnce(
+            R::UpgradableGuard,
+        ) -> Result<(R::ExclusiveGuard, Hold), R::UpgradableGuard>,
+        f: impl FnOnce(&mut T) -> Ret,
+    ) -> Option<Ret> {
         // SAFETY: `raw` is put back on every path below.
         let raw = unsafe { ManuallyDrop::take(&mut self.raw) };
-        match self.lock.try_upgrade_at(raw, site) {
+        match upgrade(raw) {
             Ok((w, whold)) => Some(self.run_upgraded(w, whold, site, f)),
             Err(raw) => {
                 self.raw = ManuallyDrop::new(raw);
@@ -534,57 +374,30 @@ impl<'a, R: RawRwLockUpgradeDowngrade, T: ?Sized> MeteredWriteGuard<'a, R, T> {
         site: &'static Location<'static>,
     ) -> MeteredUpgradableReadGuard<'a, R, T> {
         let (lock, raw, hold) = into_parts!(s, lock);
-        let mut up = None;
         // SAFETY: `raw` is this guard's exclusive lock.
-        hold.release(|| up = Some(unsafe { lock.raw.downgrade_to_upgradable(raw) }));
-        let up = up.expect("release runs its closure");
-        let (raw, hold) = lock.begin_held(Mode::Upgradable, site, up);
+        let turn = || unsafe { lock.raw.downgrade_to_upgradable(raw) };
+        let (raw, hold) = lock.switch_mode(hold, Mode::Upgradable, site, turn);
         MeteredUpgradableReadGuard::new(lock, raw, hold)
     }
 }
 
 impl<'a, R: RawRwLockUpgradeTimed, T: ?Sized> MeteredUpgradableReadGuard<'a, R, T> {
-    /// Write access if the readers leave within `timeout`; the guard back
-    /// otherwise (counted in the `write` row's RJECT).
-    #[track_caller]
-    #[allow(clippy::result_large_err)]
-    pub fn try_upgrade_for(
-        s: Self,
-        timeout: R::Duration,
-    ) -> Result<MeteredWriteGuard<'a, R, T>, Self> {
-        let (lock, raw, hold) = into_parts!(s, lock);
-        // SAFETY: `up` is this guard's upgradable lock.
-        let got = lock.try_upgrade_timed_at(raw, Location::caller(), |r, up| unsafe {
-            r.try_upgrade_for(up, timeout)
-        });
-        match got {
-            Ok((w, whold)) => {
-                hold.release(|| ());
-                Ok(MeteredWriteGuard::new(lock, w, whold))
-            }
-            Err(raw) => Err(Self::new(lock, raw, hold)),
-        }
-    }
-
-    /// Write access if the readers leave by `deadline`; the guard back
-    /// otherwise (counted in the `write` row's RJECT).
-    #[track_caller]
-    #[allow(clippy::result_large_err)]
-    pub fn try_upgrade_until(
-        s: Self,
-        deadline: R::Instant,
-    ) -> Result<MeteredWriteGuard<'a, R, T>, Self> {
-        let (lock, raw, hold) = into_parts!(s, lock);
-        // SAFETY: `up` is this guard's upgradable lock.
-        let got = lock.try_upgrade_timed_at(raw, Location::caller(), |r, up| unsafe {
-            r.try_upgrade_until(up, deadline)
-        });
-        match got {
-            Ok((w, whold)) => {
-                hold.release(|| ());
-                Ok(MeteredWriteGuard::new(lock, w, whold))
-            }
-            Err(raw) => Err(Self::new(lock, raw, hold)),
+    timed_pair! {
+        /// Write access if the readers leave within `timeout`; the guard back
+        /// otherwise (counted in the `write` row's RJECT).
+        fn try_upgrade_for(timeout: R::Duration) = R::try_upgrade_for;
+        /// Write access if the readers leave by `deadline`; the guard back
+        /// otherwise (counted in the `write` row's RJECT).
+        fn try_upgrade_until(deadline: R::Instant) = R::try_upgrade_until;
+        #[track_caller]
+        #[allow(clippy::result_large_err)]
+        pub fn [] (s: Self,) limit () -> Result<MeteredWriteGuard<'a, R, T>, Self>,
+        |wait, limit| {
+            let (lock, raw, hold) = into_parts!(s, lock);
+            // SAFETY: `up` is this guard's upgradable lock.
+            let wait = |r: &R, up| unsafe { wait(r, up, limit) };
+            let got = lock.try_upgrade_timed_at(raw, Location::caller(), wait);
+            Self::upgraded_or_back(lock, hold, got)
         }
     }
 }
@@ -592,103 +405,102 @@ impl<'a, R: RawRwLockUpgradeTimed, T: ?Sized> MeteredUpgradableReadGuard<'a, R, 
 impl<'a, R: RawRwLockUpgradeTimed + RawRwLockUpgradeDowngrade, T: ?Sized>
     MeteredUpgradableReadGuard<'a, R, T>
 {
-    /// [`try_with_upgraded`](Self::try_with_upgraded), waiting up to `timeout`.
-    #[track_caller]
-    pub fn try_with_upgraded_for<Ret, F: FnOnce(&mut T) -> Ret>(
-        &mut self,
-        timeout: R::Duration,
-        f: F,
-    ) -> Option<Ret> {
-        let site = Location::caller();
-        // SAFETY: `raw` is put back on every path below.
-        let raw = unsafe { ManuallyDrop::take(&mut self.raw) };
-        // SAFETY: `up` is this guard's upgradable lock.
-        let got = self
-            .lock
-            .try_upgrade_timed_at(raw, site, |r, up| unsafe { r.try_upgrade_for(up, timeout) });
-        match got {
-            Ok((w, whold)) => Some(self.run_upgraded(w, whold, site, f)),
-            Err(raw) => {
-                self.raw = ManuallyDrop::new(raw);
-                None
-            }
-        }
-    }
-
-    /// [`try_with_upgraded`](Self::try_with_upgraded), waiting until `deadline`.
-    #[track_caller]
-    pub fn try_with_upgraded_until<Ret, F: FnOnce(&mut T) -> Ret>(
-        &mut self,
-        deadline: R::Instant,
-        f: F,
-    ) -> Option<Ret> {
-        let site = Location::caller();
-        // SAFETY: `raw` is put back on every path below.
-        let raw = unsafe { ManuallyDrop::take(&mut self.raw) };
-        // SAFETY: `up` is this guard's upgradable lock.
-        let got = self.lock.try_upgrade_timed_at(raw, site, |r, up| unsafe {
-            r.try_upgrade_until(up, deadline)
-        });
-        match got {
-            Ok((w, whold)) => Some(self.run_upgraded(w, whold, site, f)),
-            Err(raw) => {
-                self.raw = ManuallyDrop::new(raw);
-                None
-            }
+    timed_pair! {
+        /// [`try_with_upgraded`](Self::try_with_upgraded), waiting up to `timeout`.
+        fn try_with_upgraded_for(timeout: R::Duration) = R::try_upgrade_for;
+        /// [`try_with_upgraded`](Self::try_with_upgraded), waiting until `deadline`.
+        fn try_with_upgraded_until(deadline: R::Instant) = R::try_upgrade_until;
+        #[track_caller]
+        pub fn [Ret, F: FnOnce(&mut T) -> Ret] (&mut self,) limit (, f: F) -> Option<Ret>,
+        |wait, limit| {
+            let (lock, site) = (self.lock, Location::caller());
+            // SAFETY: `up` is this guard's upgradable lock.
+            let wait = |r: &R, up| unsafe { wait(r, up, limit) };
+            self.try_run_upgraded(site, |raw| lock.try_upgrade_timed_at(raw, site, wait), f)
         }
     }
 }
 
-impl<'a, R: RawRwLock, T: ?Sized> MeteredMappedReadGuard<'a, R, T> {
-    fn new(lock: &'a R, data: *const T, raw: R::SharedGuard, hold: Hold) -> Self {
-        MeteredMappedReadGuard {
-            lock,
-            data,
-            raw: ManuallyDrop::new(raw),
-            hold,
-            marker: PhantomData,
+/// A guard narrowed by `map` to a part of the data, over the raw lock
+/// alone: the struct (not `Send`, `Sync` as `&T` is), `new`, the `map`
+/// forms again, and `unlock_fair` through `$unlock_fair`.
+macro_rules! mapped_guard {
+    (
+        $(#[$doc:meta])* $guard:ident, raw: $raw:ident, &mut T as *mut,
+        unlock_fair: $unlock_fair:ident
+    ) => {
+        mapped_guard!(@ (mut) $(#[$doc])* $guard, $raw, *mut, $unlock_fair);
+    };
+    (
+        $(#[$doc:meta])* $guard:ident, raw: $raw:ident, &T as *const,
+        unlock_fair: $unlock_fair:ident
+    ) => {
+        mapped_guard!(@ () $(#[$doc])* $guard, $raw, *const, $unlock_fair);
+    };
+    (
+        @ ($($mut:ident)?) $(#[$struct_doc:meta])* $guard:ident, $raw:ident, *$ptr:tt,
+        $unlock_fair:ident
+    ) => {
+        $(#[$struct_doc])*
+        #[must_use = "the lock is released as soon as the guard is dropped"]
+        pub struct $guard<'a, R: RawRwLock, T: ?Sized> {
+            lock: &'a R,
+            data: *$ptr T,
+            raw: ManuallyDrop<R::$raw>,
+            hold: Hold,
+            marker: PhantomData<&'a $($mut)? T>,
         }
-    }
 
-    /// Narrows the guard further.
-    pub fn map<U: ?Sized, F>(s: Self, f: F) -> MeteredMappedReadGuard<'a, R, U>
-    where
-        F: FnOnce(&T) -> &U,
-    {
-        let data: *const U = f(&s);
-        let (lock, raw, hold) = into_parts!(s, lock);
-        MeteredMappedReadGuard::new(lock, data, raw, hold)
-    }
+        // SAFETY: sharing a guard only shares `&T`.
+        unsafe impl<R: RawRwLock + Sync, T: ?Sized + Sync> Sync for $guard<'_, R, T> {}
 
-    /// Like [`map`](Self::map), giving the guard back when `f` finds nothing.
-    #[allow(clippy::result_large_err)]
-    pub fn try_map<U: ?Sized, F>(s: Self, f: F) -> Result<MeteredMappedReadGuard<'a, R, U>, Self>
-    where
-        F: FnOnce(&T) -> Option<&U>,
-    {
-        let Some(data) = f(&s) else { return Err(s) };
-        let data: *const U = data;
-        let (lock, raw, hold) = into_parts!(s, lock);
-        Ok(MeteredMappedReadGuard::new(lock, data, raw, hold))
-    }
+        impl<'a, R: RawRwLock, T: ?Sized> $guard<'a, R, T> {
+            fn new(lock: &'a R, data: *$ptr T, raw: R::$raw, hold: Hold) -> Self {
+                $guard {
+                    lock,
+                    data,
+                    raw: ManuallyDrop::new(raw),
+                    hold,
+                    marker: PhantomData,
+                }
+            }
 
-    /// Like [`try_map`](Self::try_map), returning `f`'s error beside the guard.
-    #[allow(clippy::type_complexity)]
-    pub fn try_map_or_err<U: ?Sized, F, E>(
-        s: Self,
-        f: F,
-    ) -> Result<MeteredMappedReadGuard<'a, R, U>, (Self, E)>
-    where
-        F: FnOnce(&T) -> Result<&U, E>,
-    {
-        let data: *const U = match f(&s) {
-            Ok(data) => data,
-            Err(e) => return Err((s, e)),
-        };
-        let (lock, raw, hold) = into_parts!(s, lock);
-        Ok(MeteredMappedReadGuard::new(lock, data, raw, hold))
-    }
+            map_fns! {
+                /// Narrows the guard further.
+                $guard<R>, &$($mut)? T as *$ptr
+            }
 
+            fn into_mapped<U: ?Sized>(s: Self, data: *$ptr U) -> $guard<'a, R, U> {
+                let (lock, raw, hold) = into_parts!(s, lock);
+                $guard::new(lock, data, raw, hold)
+            }
+        }
+
+        impl<R: RawRwLockFair, T: ?Sized> $guard<'_, R, T> {
+            /// Unlocks fairly.
+            pub fn unlock_fair(s: Self) {
+                let (lock, raw, hold) = into_parts!(s, lock);
+                // SAFETY: `raw` is this guard's lock, in the mode
+                // `$unlock_fair` releases.
+                hold.release(|| unsafe { lock.$unlock_fair(raw) });
+            }
+        }
+    };
+}
+
+mapped_guard! {
+    /// Shared access to a part of a [`MeteredRwLock`]'s data, made by `map`.
+    MeteredMappedReadGuard, raw: SharedGuard, &T as *const,
+    unlock_fair: unlock_shared_fair
+}
+
+mapped_guard! {
+    /// Exclusive access to a part of a [`MeteredRwLock`]'s data, made by `map`.
+    MeteredMappedWriteGuard, raw: ExclusiveGuard, &mut T as *mut,
+    unlock_fair: unlock_exclusive_fair
+}
+
+impl<'a, R: RawRwLock, T: ?Sized> MeteredMappedReadGuard<'a, R, T> {
     /// lock_api 0.4's name for [`try_map_or_err`](Self::try_map_or_err) on
     /// this guard.
     #[allow(clippy::type_complexity)]
@@ -703,213 +515,74 @@ impl<'a, R: RawRwLock, T: ?Sized> MeteredMappedReadGuard<'a, R, T> {
     }
 }
 
-impl<R: RawRwLockFair, T: ?Sized> MeteredMappedReadGuard<'_, R, T> {
-    /// Unlocks fairly.
-    pub fn unlock_fair(s: Self) {
-        let (lock, raw, hold) = into_parts!(s, lock);
-        // SAFETY: `raw` is this guard's shared lock.
-        hold.release(|| unsafe { lock.unlock_shared_fair(raw) });
-    }
-}
-
-impl<'a, R: RawRwLock, T: ?Sized> MeteredMappedWriteGuard<'a, R, T> {
-    fn new(lock: &'a R, data: *mut T, raw: R::ExclusiveGuard, hold: Hold) -> Self {
-        MeteredMappedWriteGuard {
-            lock,
-            data,
-            raw: ManuallyDrop::new(raw),
-            hold,
-            marker: PhantomData,
-        }
-    }
-
-    /// Narrows the guard further.
-    pub fn map<U: ?Sized, F>(s: Self, f: F) -> MeteredMappedWriteGuard<'a, R, U>
-    where
-        F: FnOnce(&mut T) -> &mut U,
-    {
-        // SAFETY: the guard proves the write lock is held.
-        let data: *mut U = f(unsafe { &mut *s.data });
-        let (lock, raw, hold) = into_parts!(s, lock);
-        MeteredMappedWriteGuard::new(lock, data, raw, hold)
-    }
-
-    /// Like [`map`](Self::map), giving the guard back when `f` finds nothing.
-    #[allow(clippy::result_large_err)]
-    pub fn try_map<U: ?Sized, F>(s: Self, f: F) -> Result<MeteredMappedWriteGuard<'a, R, U>, Self>
-    where
-        F: FnOnce(&mut T) -> Option<&mut U>,
-    {
-        // SAFETY: the guard proves the write lock is held.
-        let Some(data) = f(unsafe { &mut *s.data }) else {
-            return Err(s);
-        };
-        let data: *mut U = data;
-        let (lock, raw, hold) = into_parts!(s, lock);
-        Ok(MeteredMappedWriteGuard::new(lock, data, raw, hold))
-    }
-
-    /// Like [`try_map`](Self::try_map), returning `f`'s error beside the guard.
-    #[allow(clippy::type_complexity)]
-    pub fn try_map_or_err<U: ?Sized, F, E>(
-        s: Self,
-        f: F,
-    ) -> Result<MeteredMappedWriteGuard<'a, R, U>, (Self, E)>
-    where
-        F: FnOnce(&mut T) -> Result<&mut U, E>,
-    {
-        // SAFETY: the guard proves the write lock is held.
-        let data: *mut U = match f(unsafe { &mut *s.data }) {
-            Ok(data) => data,
-            Err(e) => return Err((s, e)),
-        };
-        let (lock, raw, hold) = into_parts!(s, lock);
-        Ok(MeteredMappedWriteGuard::new(lock, data, raw, hold))
-    }
-}
-
-impl<R: RawRwLockFair, T: ?Sized> MeteredMappedWriteGuard<'_, R, T> {
-    /// Unlocks fairly.
-    pub fn unlock_fair(s: Self) {
-        let (lock, raw, hold) = into_parts!(s, lock);
-        // SAFETY: `raw` is this guard's exclusive lock.
-        hold.release(|| unsafe { lock.unlock_exclusive_fair(raw) });
-    }
-}
-
-impl<R: RawRwLock, T: ?Sized> Deref for MeteredReadGuard<'_, R, T> {
-    type Target = T;
-    fn deref(&self) -> &T {
-        // SAFETY: the guard proves a read lock is held.
-        unsafe { &*self.lock.data.get() }
-    }
-}
-
-impl<R: RawRwLock, T: ?Sized> Deref for MeteredWriteGuard<'_, R, T> {
-    type Target = T;
-    fn deref(&self) -> &T {
-        // SAFETY: the guard proves the write lock is held.
-        unsafe { &*self.lock.data.get() }
-    }
-}
-
-impl<R: RawRwLock, T: ?Sized> DerefMut for MeteredWriteGuard<'_, R, T> {
-    fn deref_mut(&mut self) -> &mut T {
-        // SAFETY: the guard proves the write lock is held, exclusively.
-        unsafe { &mut *self.lock.data.get() }
-    }
-}
-
-impl<R: RawRwLockUpgrade, T: ?Sized> Deref for MeteredUpgradableReadGuard<'_, R, T> {
-    type Target = T;
-    fn deref(&self) -> &T {
-        // SAFETY: the guard proves a (shared) upgradable lock is held.
-        unsafe { &*self.lock.data.get() }
-    }
-}
-
-impl<R: RawRwLock, T: ?Sized> Deref for MeteredMappedReadGuard<'_, R, T> {
-    type Target = T;
-    fn deref(&self) -> &T {
-        // SAFETY: the guard proves a read lock is held.
-        unsafe { &*self.data }
-    }
-}
-
-impl<R: RawRwLock, T: ?Sized> Deref for MeteredMappedWriteGuard<'_, R, T> {
-    type Target = T;
-    fn deref(&self) -> &T {
-        // SAFETY: the guard proves the write lock is held.
-        unsafe { &*self.data }
-    }
-}
-
-impl<R: RawRwLock, T: ?Sized> DerefMut for MeteredMappedWriteGuard<'_, R, T> {
-    fn deref_mut(&mut self) -> &mut T {
-        // SAFETY: the guard proves the write lock is held, exclusively.
-        unsafe { &mut *self.data }
-    }
-}
-
-impl<R: RawRwLock, T: ?Sized> Drop for MeteredReadGuard<'_, R, T> {
-    #[inline]
-    fn drop(&mut self) {
-        // SAFETY: `raw` is taken exactly once, here.
-        let raw = unsafe { ManuallyDrop::take(&mut self.raw) };
-        // SAFETY: `raw` is the state of this guard's shared acquisition.
-        self.hold
-            .release_blaming(&self.lock.meta, Mode::Read, || unsafe {
-                self.lock.raw.unlock_shared(raw)
-            });
-    }
-}
-
-impl<R: RawRwLock, T: ?Sized> Drop for MeteredWriteGuard<'_, R, T> {
-    #[inline]
-    fn drop(&mut self) {
-        // SAFETY: `raw` is taken exactly once, here.
-        let raw = unsafe { ManuallyDrop::take(&mut self.raw) };
-        // SAFETY: `raw` is the state of this guard's exclusive acquisition.
-        self.hold
-            .release_blaming(&self.lock.meta, Mode::Write, || unsafe {
-                self.lock.raw.unlock_exclusive(raw)
-            });
-    }
-}
-
-impl<R: RawRwLockUpgrade, T: ?Sized> Drop for MeteredUpgradableReadGuard<'_, R, T> {
-    #[inline]
-    fn drop(&mut self) {
-        // SAFETY: `raw` is taken exactly once, here.
-        let raw = unsafe { ManuallyDrop::take(&mut self.raw) };
-        // SAFETY: `raw` is the state of this guard's upgradable acquisition.
-        self.hold
-            .release(|| unsafe { self.lock.raw.unlock_upgradable(raw) });
-    }
-}
-
-impl<R: RawRwLock, T: ?Sized> Drop for MeteredMappedReadGuard<'_, R, T> {
-    #[inline]
-    fn drop(&mut self) {
-        // SAFETY: `raw` is taken exactly once, here.
-        let raw = unsafe { ManuallyDrop::take(&mut self.raw) };
-        // SAFETY: `raw` is the state of this guard's shared acquisition.
-        self.hold
-            .release(|| unsafe { self.lock.unlock_shared(raw) });
-    }
-}
-
-impl<R: RawRwLock, T: ?Sized> Drop for MeteredMappedWriteGuard<'_, R, T> {
-    #[inline]
-    fn drop(&mut self) {
-        // SAFETY: `raw` is taken exactly once, here.
-        let raw = unsafe { ManuallyDrop::take(&mut self.raw) };
-        // SAFETY: `raw` is the state of this guard's exclusive acquisition.
-        self.hold
-            .release(|| unsafe { self.lock.unlock_exclusive(raw) });
-    }
-}
-
-/// `Debug` and `Display` show the data, as lock_api's guards do.
-macro_rules! fmt_as_data {
-    ($($guard:ident: $bound:ident),*) => {$(
-        impl<R: $bound, T: ?Sized + fmt::Debug> fmt::Debug for $guard<'_, R, T> {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                fmt::Debug::fmt(&**self, f)
+/// `Deref` (and, for `mut`, `DerefMut`) to the data at the pointer `$data`
+/// computes from the guard `$g`, and a `Drop` that ends the hold and
+/// releases with `$unlock` on the raw lock `$raw_lock` (blaming the mode
+/// `$blame` for a slow hold, where given). The drop stays `#[inline]`: it
+/// is the release path.
+macro_rules! guard_access {
+    ($(
+        $guard:ident<R: $bound:ident> $($mut:ident)?: |$g:ident| $data:expr,
+        $raw_lock:expr, $unlock:ident $(, blame $blame:expr)?;
+    )*) => {$(
+        impl<R: $bound, T: ?Sized> Deref for $guard<'_, R, T> {
+            type Target = T;
+            fn deref(&self) -> &T {
+                let $g = self;
+                // SAFETY: the guard proves the lock is held in its mode,
+                // which lets everyone holding it read.
+                unsafe { &*$data }
             }
         }
-        impl<R: $bound, T: ?Sized + fmt::Display> fmt::Display for $guard<'_, R, T> {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                fmt::Display::fmt(&**self, f)
+
+        $(guard_access!(@ $mut $guard<R: $bound> |$g| $data);)?
+
+        impl<R: $bound, T: ?Sized> Drop for $guard<'_, R, T> {
+            #[inline]
+            fn drop(&mut self) {
+                // SAFETY: `raw` is taken exactly once, here.
+                let raw = unsafe { ManuallyDrop::take(&mut self.raw) };
+                let $g = &*self;
+                let lock: &R = $raw_lock;
+                // SAFETY: `raw` is the state of this guard's acquisition,
+                // in the mode `$unlock` releases.
+                let unlock = || unsafe { lock.$unlock(raw) };
+                guard_access!(@release self, unlock $(, $blame)?);
             }
         }
     )*};
+    (@ mut $guard:ident<R: $bound:ident> |$g:ident| $data:expr) => {
+        impl<R: $bound, T: ?Sized> DerefMut for $guard<'_, R, T> {
+            fn deref_mut(&mut self) -> &mut T {
+                let $g = self;
+                // SAFETY: the guard proves the write lock is held, exclusively.
+                unsafe { &mut *$data }
+            }
+        }
+    };
+    (@release $s:ident, $unlock:ident, $blame:expr) => {
+        $s.hold.release_blaming(&$s.lock.meta, $blame, $unlock)
+    };
+    (@release $s:ident, $unlock:ident) => {
+        $s.hold.release($unlock)
+    };
+}
+
+guard_access! {
+    MeteredReadGuard<R: RawRwLock>: |g| g.lock.data.get(),
+        &g.lock.raw, unlock_shared, blame Mode::Read;
+    MeteredWriteGuard<R: RawRwLock> mut: |g| g.lock.data.get(),
+        &g.lock.raw, unlock_exclusive, blame Mode::Write;
+    MeteredUpgradableReadGuard<R: RawRwLockUpgrade>: |g| g.lock.data.get(),
+        &g.lock.raw, unlock_upgradable;
+    MeteredMappedReadGuard<R: RawRwLock>: |g| g.data, g.lock, unlock_shared;
+    MeteredMappedWriteGuard<R: RawRwLock> mut: |g| g.data, g.lock, unlock_exclusive;
 }
 
 fmt_as_data!(
-    MeteredReadGuard: RawRwLock,
-    MeteredWriteGuard: RawRwLock,
-    MeteredUpgradableReadGuard: RawRwLockUpgrade,
-    MeteredMappedReadGuard: RawRwLock,
-    MeteredMappedWriteGuard: RawRwLock
+    [R: RawRwLock,] MeteredReadGuard<'_, R, T>,
+    [R: RawRwLock,] MeteredWriteGuard<'_, R, T>,
+    [R: RawRwLockUpgrade,] MeteredUpgradableReadGuard<'_, R, T>,
+    [R: RawRwLock,] MeteredMappedReadGuard<'_, R, T>,
+    [R: RawRwLock,] MeteredMappedWriteGuard<'_, R, T>,
 );

@@ -34,6 +34,95 @@ pub use self::recursive::{RawRwLockRecursive, RawRwLockRecursiveTimed};
 use crate::class::{Class, Mode};
 use crate::meter::{self, Hold, Meta};
 
+/// The timed forms of the acquisitions: a row per mode gives its
+/// `_for` / `_until` pair (see `timed_pair!`), which tries `$try` at once,
+/// then waits with the raw lock's timed method, and wraps the raw guard in
+/// `$guard`.
+macro_rules! timed_acquisitions {
+    ($(
+        $(#[$for_doc:meta])* $for:ident = $wait_for:ident,
+        $(#[$until_doc:meta])* $until:ident = $wait_until:ident,
+        $mode:ident: $try:ident -> $guard:ident;
+    )*) => {$(
+        timed_pair! {
+            $(#[$for_doc])*
+            fn $for(timeout: R::Duration) = R::$wait_for;
+            $(#[$until_doc])*
+            fn $until(deadline: R::Instant) = R::$wait_until;
+            #[track_caller]
+            pub fn [] (&self,) limit () -> Option<$guard<'_, R, T>>, |wait, limit| {
+                meter::acquire_timed(
+                    &self.meta,
+                    Location::caller(),
+                    Mode::$mode,
+                    || self.raw.$try(),
+                    || (wait(&self.raw, limit), 0, 0),
+                )
+                .map(|(raw, hold)| $guard::new(self, raw, hold))
+            }
+        }
+    )*};
+}
+
+/// The plain acquisitions of a mode: the blocking `$lock` (and its
+/// `$at`, metered at a given site, which guards use to reacquire) over the
+/// raw lock's `$raw_lock`, and `$try` over `$raw_try`. All stay
+/// `#[inline]`: they are the acquisition paths.
+macro_rules! acquisitions {
+    ($(
+        $(#[$doc:meta])* $lock:ident / $at:ident = $raw_lock:ident,
+        $(#[$try_doc:meta])* $try:ident = $raw_try:ident,
+        $mode:ident -> $guard:ident($raw_guard:ident);
+    )*) => {$(
+        $(#[$doc])*
+        #[track_caller]
+        #[inline]
+        pub fn $lock(&self) -> $guard<'_, R, T> {
+            let (raw, hold) = self.$at(Location::caller());
+            $guard::new(self, raw, hold)
+        }
+
+        #[inline]
+        pub(crate) fn $at(&self, site: &'static Location<'static>) -> (R::$raw_guard, Hold) {
+            meter::acquire(
+                &self.meta,
+                site,
+                Mode::$mode,
+                || self.raw.$raw_lock(),
+                || self.raw.$raw_try(),
+                || (self.raw.$raw_lock(), 0, 0),
+            )
+        }
+
+        $(#[$try_doc])*
+        #[track_caller]
+        #[inline]
+        pub fn $try(&self) -> Option<$guard<'_, R, T>> {
+            meter::try_acquire(&self.meta, Location::caller(), Mode::$mode, || {
+                self.raw.$raw_try()
+            })
+            .map(|(raw, hold)| $guard::new(self, raw, hold))
+        }
+    )*};
+}
+
+/// `force_unlock_*`: releases, through the raw lock's `$unlock`, a lock
+/// held in that mode through a forgotten guard. The raw guard token is
+/// `Default`, as parking_lot's zero-sized markers are.
+macro_rules! force_unlocks {
+    ($( $(#[$doc:meta])* $name:ident = $unlock:ident($raw_guard:ident); )*) => {$(
+        $(#[$doc])*
+        pub unsafe fn $name(&self)
+        where
+            R::$raw_guard: Default,
+        {
+            // SAFETY: the caller promises a lock held in this mode through
+            // a forgotten guard.
+            unsafe { self.raw.$unlock(Default::default()) }
+        }
+    )*};
+}
+
 /// A reader-writer lock over the raw lock `R` that records contention per
 /// call site and mode.
 ///
@@ -102,16 +191,9 @@ unsafe impl<R: RawRwLock + Send, T: ?Sized + Send> Send for MeteredRwLock<R, T> 
 unsafe impl<R: RawRwLock + Sync, T: ?Sized + Send + Sync> Sync for MeteredRwLock<R, T> {}
 
 impl<R: RawRwLock, T> MeteredRwLock<R, T> {
-    /// A lock whose class is its creation site.
-    #[track_caller]
-    pub const fn new(value: T) -> Self {
-        Self::from_class(Class::new(None, Location::caller()), value)
-    }
-
-    /// A lock of the class `name`.
-    #[track_caller]
-    pub const fn named(name: &'static str, value: T) -> Self {
-        Self::from_class(Class::new(Some(name), Location::caller()), value)
+    class_constructors! {
+        new: /// A lock whose class is its creation site.
+        named: /// A lock of the class `name`.
     }
 
     /// A lock over an existing raw lock (lock_api's `const_new`).
@@ -145,64 +227,18 @@ impl<R: RawRwLock, T> MeteredRwLock<R, T> {
 }
 
 impl<R: RawRwLock, T: ?Sized> MeteredRwLock<R, T> {
-    /// Acquires shared read access, blocking while a writer holds the lock.
-    #[track_caller]
-    #[inline]
-    pub fn read(&self) -> MeteredReadGuard<'_, R, T> {
-        let (raw, hold) = self.read_at(Location::caller());
-        MeteredReadGuard::new(self, raw, hold)
-    }
+    acquisitions! {
+        /// Acquires shared read access, blocking while a writer holds the lock.
+        read / read_at = lock_shared,
+        /// Read access if available now; a failure counts in RJECT.
+        try_read = try_lock_shared,
+        Read -> MeteredReadGuard(SharedGuard);
 
-    #[inline]
-    pub(crate) fn read_at(&self, site: &'static Location<'static>) -> (R::SharedGuard, Hold) {
-        meter::acquire(
-            &self.meta,
-            site,
-            Mode::Read,
-            || self.raw.lock_shared(),
-            || self.raw.try_lock_shared(),
-            || (self.raw.lock_shared(), 0, 0),
-        )
-    }
-
-    /// Acquires exclusive write access, blocking until no one holds the lock.
-    #[track_caller]
-    #[inline]
-    pub fn write(&self) -> MeteredWriteGuard<'_, R, T> {
-        let (raw, hold) = self.write_at(Location::caller());
-        MeteredWriteGuard::new(self, raw, hold)
-    }
-
-    #[inline]
-    pub(crate) fn write_at(&self, site: &'static Location<'static>) -> (R::ExclusiveGuard, Hold) {
-        meter::acquire(
-            &self.meta,
-            site,
-            Mode::Write,
-            || self.raw.lock_exclusive(),
-            || self.raw.try_lock_exclusive(),
-            || (self.raw.lock_exclusive(), 0, 0),
-        )
-    }
-
-    /// Read access if available now; a failure counts in RJECT.
-    #[track_caller]
-    #[inline]
-    pub fn try_read(&self) -> Option<MeteredReadGuard<'_, R, T>> {
-        meter::try_acquire(&self.meta, Location::caller(), Mode::Read, || {
-            self.raw.try_lock_shared()
-        })
-        .map(|(raw, hold)| MeteredReadGuard::new(self, raw, hold))
-    }
-
-    /// Write access if available now; a failure counts in RJECT.
-    #[track_caller]
-    #[inline]
-    pub fn try_write(&self) -> Option<MeteredWriteGuard<'_, R, T>> {
-        meter::try_acquire(&self.meta, Location::caller(), Mode::Write, || {
-            self.raw.try_lock_exclusive()
-        })
-        .map(|(raw, hold)| MeteredWriteGuard::new(self, raw, hold))
+        /// Acquires exclusive write access, blocking until no one holds the lock.
+        write / write_at = lock_exclusive,
+        /// Write access if available now; a failure counts in RJECT.
+        try_write = try_lock_exclusive,
+        Write -> MeteredWriteGuard(ExclusiveGuard);
     }
 
     /// A NOWAIT acquisition in `mode` at `site` of a lock already had
@@ -216,6 +252,24 @@ impl<R: RawRwLock, T: ?Sized> MeteredRwLock<R, T> {
         let mut held = Some(held);
         meter::try_acquire(&self.meta, site, mode, || held.take())
             .expect("a lock already held is acquired at the first attempt")
+    }
+
+    /// Ends `hold` while `turn` changes the raw lock's mode, then begins a
+    /// NOWAIT acquisition of the new mode at `site` ([`begin_held`]); the
+    /// lock is never free between.
+    ///
+    /// [`begin_held`]: Self::begin_held
+    pub(crate) fn switch_mode<G>(
+        &self,
+        hold: Hold,
+        mode: Mode,
+        site: &'static Location<'static>,
+        turn: impl FnOnce() -> G,
+    ) -> (G, Hold) {
+        let mut turned = None;
+        hold.release(|| turned = Some(turn()));
+        let turned = turned.expect("release runs its closure");
+        self.begin_held(mode, site, turned)
     }
 
     /// Whether anyone holds the lock right now.
@@ -271,110 +325,52 @@ impl<R: RawRwLock, T: ?Sized> MeteredRwLock<R, T> {
         MeteredWriteGuard::new(self, Default::default(), Hold::none())
     }
 
-    /// Releases a shared lock whose guard was forgotten; that hold is
-    /// never recorded.
-    ///
-    /// # Safety
-    /// A shared lock must be held through a forgotten guard.
-    pub unsafe fn force_unlock_read(&self)
-    where
-        R::SharedGuard: Default,
-    {
-        // SAFETY: the caller promises a shared lock whose guard is gone.
-        unsafe { self.raw.unlock_shared(Default::default()) }
-    }
+    force_unlocks! {
+        /// Releases a shared lock whose guard was forgotten; that hold is
+        /// never recorded.
+        ///
+        /// # Safety
+        /// A shared lock must be held through a forgotten guard.
+        force_unlock_read = unlock_shared(SharedGuard);
 
-    /// Releases an exclusive lock whose guard was forgotten; that hold is
-    /// never recorded.
-    ///
-    /// # Safety
-    /// The exclusive lock must be held through a forgotten guard.
-    pub unsafe fn force_unlock_write(&self)
-    where
-        R::ExclusiveGuard: Default,
-    {
-        // SAFETY: the caller promises the write lock whose guard is gone.
-        unsafe { self.raw.unlock_exclusive(Default::default()) }
+        /// Releases an exclusive lock whose guard was forgotten; that hold is
+        /// never recorded.
+        ///
+        /// # Safety
+        /// The exclusive lock must be held through a forgotten guard.
+        force_unlock_write = unlock_exclusive(ExclusiveGuard);
     }
 }
 
 impl<R: RawRwLockFair, T: ?Sized> MeteredRwLock<R, T> {
-    /// [`force_unlock_read`](Self::force_unlock_read), unlocking fairly.
-    ///
-    /// # Safety
-    /// As for `force_unlock_read`.
-    pub unsafe fn force_unlock_read_fair(&self)
-    where
-        R::SharedGuard: Default,
-    {
-        // SAFETY: as in `force_unlock_read`.
-        unsafe { self.raw.unlock_shared_fair(Default::default()) }
-    }
+    force_unlocks! {
+        /// [`force_unlock_read`](Self::force_unlock_read), unlocking fairly.
+        ///
+        /// # Safety
+        /// As for `force_unlock_read`.
+        force_unlock_read_fair = unlock_shared_fair(SharedGuard);
 
-    /// [`force_unlock_write`](Self::force_unlock_write), unlocking fairly.
-    ///
-    /// # Safety
-    /// As for `force_unlock_write`.
-    pub unsafe fn force_unlock_write_fair(&self)
-    where
-        R::ExclusiveGuard: Default,
-    {
-        // SAFETY: as in `force_unlock_write`.
-        unsafe { self.raw.unlock_exclusive_fair(Default::default()) }
+        /// [`force_unlock_write`](Self::force_unlock_write), unlocking fairly.
+        ///
+        /// # Safety
+        /// As for `force_unlock_write`.
+        force_unlock_write_fair = unlock_exclusive_fair(ExclusiveGuard);
     }
 }
 
 impl<R: RawRwLockTimed, T: ?Sized> MeteredRwLock<R, T> {
-    /// Read access, giving up after `timeout` (counted in RJECT).
-    #[track_caller]
-    pub fn try_read_for(&self, timeout: R::Duration) -> Option<MeteredReadGuard<'_, R, T>> {
-        meter::acquire_timed(
-            &self.meta,
-            Location::caller(),
-            Mode::Read,
-            || self.raw.try_lock_shared(),
-            || (self.raw.try_lock_shared_for(timeout), 0, 0),
-        )
-        .map(|(raw, hold)| MeteredReadGuard::new(self, raw, hold))
-    }
+    timed_acquisitions! {
+        /// Read access, giving up after `timeout` (counted in RJECT).
+        try_read_for = try_lock_shared_for,
+        /// Read access, giving up at `deadline` (counted in RJECT).
+        try_read_until = try_lock_shared_until,
+        Read: try_lock_shared -> MeteredReadGuard;
 
-    /// Write access, giving up after `timeout` (counted in RJECT).
-    #[track_caller]
-    pub fn try_write_for(&self, timeout: R::Duration) -> Option<MeteredWriteGuard<'_, R, T>> {
-        meter::acquire_timed(
-            &self.meta,
-            Location::caller(),
-            Mode::Write,
-            || self.raw.try_lock_exclusive(),
-            || (self.raw.try_lock_exclusive_for(timeout), 0, 0),
-        )
-        .map(|(raw, hold)| MeteredWriteGuard::new(self, raw, hold))
-    }
-
-    /// Read access, giving up at `deadline` (counted in RJECT).
-    #[track_caller]
-    pub fn try_read_until(&self, deadline: R::Instant) -> Option<MeteredReadGuard<'_, R, T>> {
-        meter::acquire_timed(
-            &self.meta,
-            Location::caller(),
-            Mode::Read,
-            || self.raw.try_lock_shared(),
-            || (self.raw.try_lock_shared_until(deadline), 0, 0),
-        )
-        .map(|(raw, hold)| MeteredReadGuard::new(self, raw, hold))
-    }
-
-    /// Write access, giving up at `deadline` (counted in RJECT).
-    #[track_caller]
-    pub fn try_write_until(&self, deadline: R::Instant) -> Option<MeteredWriteGuard<'_, R, T>> {
-        meter::acquire_timed(
-            &self.meta,
-            Location::caller(),
-            Mode::Write,
-            || self.raw.try_lock_exclusive(),
-            || (self.raw.try_lock_exclusive_until(deadline), 0, 0),
-        )
-        .map(|(raw, hold)| MeteredWriteGuard::new(self, raw, hold))
+        /// Write access, giving up after `timeout` (counted in RJECT).
+        try_write_for = try_lock_exclusive_for,
+        /// Write access, giving up at `deadline` (counted in RJECT).
+        try_write_until = try_lock_exclusive_until,
+        Write: try_lock_exclusive -> MeteredWriteGuard;
     }
 }
 
@@ -408,71 +404,23 @@ impl<R: RawRwLockRecursive, T: ?Sized> MeteredRwLock<R, T> {
 }
 
 impl<R: RawRwLockRecursiveTimed, T: ?Sized> MeteredRwLock<R, T> {
-    /// [`read_recursive`](Self::read_recursive), giving up after `timeout`.
-    #[track_caller]
-    pub fn try_read_recursive_for(
-        &self,
-        timeout: R::Duration,
-    ) -> Option<MeteredReadGuard<'_, R, T>> {
-        meter::acquire_timed(
-            &self.meta,
-            Location::caller(),
-            Mode::Read,
-            || self.raw.try_lock_shared_recursive(),
-            || (self.raw.try_lock_shared_recursive_for(timeout), 0, 0),
-        )
-        .map(|(raw, hold)| MeteredReadGuard::new(self, raw, hold))
-    }
-
-    /// [`read_recursive`](Self::read_recursive), giving up at `deadline`.
-    #[track_caller]
-    pub fn try_read_recursive_until(
-        &self,
-        deadline: R::Instant,
-    ) -> Option<MeteredReadGuard<'_, R, T>> {
-        meter::acquire_timed(
-            &self.meta,
-            Location::caller(),
-            Mode::Read,
-            || self.raw.try_lock_shared_recursive(),
-            || (self.raw.try_lock_shared_recursive_until(deadline), 0, 0),
-        )
-        .map(|(raw, hold)| MeteredReadGuard::new(self, raw, hold))
+    timed_acquisitions! {
+        /// [`read_recursive`](Self::read_recursive), giving up after `timeout`.
+        try_read_recursive_for = try_lock_shared_recursive_for,
+        /// [`read_recursive`](Self::read_recursive), giving up at `deadline`.
+        try_read_recursive_until = try_lock_shared_recursive_until,
+        Read: try_lock_shared_recursive -> MeteredReadGuard;
     }
 }
 
 impl<R: RawRwLockUpgrade, T: ?Sized> MeteredRwLock<R, T> {
-    /// Shared access that can later be upgraded to write access; only one
-    /// upgradable reader at a time, beside any number of plain readers.
-    #[track_caller]
-    #[inline]
-    pub fn upgradable_read(&self) -> MeteredUpgradableReadGuard<'_, R, T> {
-        let (raw, hold) = self.upgradable_at(Location::caller());
-        MeteredUpgradableReadGuard::new(self, raw, hold)
-    }
-
-    #[inline]
-    pub(crate) fn upgradable_at(
-        &self,
-        site: &'static Location<'static>,
-    ) -> (R::UpgradableGuard, Hold) {
-        meter::acquire(
-            &self.meta,
-            site,
-            Mode::Upgradable,
-            || self.raw.lock_upgradable(),
-            || self.raw.try_lock_upgradable(),
-            || (self.raw.lock_upgradable(), 0, 0),
-        )
-    }
-
-    /// Upgradable access if available now; a failure counts in RJECT.
-    #[track_caller]
-    pub fn try_upgradable_read(&self) -> Option<MeteredUpgradableReadGuard<'_, R, T>> {
-        meter::try_acquire(&self.meta, Location::caller(), Mode::Upgradable, || {
-            self.raw.try_lock_upgradable()
-        })
-        .map(|(raw, hold)| MeteredUpgradableReadGuard::new(self, raw, hold))
+    acquisitions! {
+        /// Shared access that can later be upgraded to write access; only one
+        /// upgradable reader at a time, beside any number of plain readers.
+        upgradable_read / upgradable_at = lock_upgradable,
+        /// Upgradable access if available now; a failure counts in RJECT.
+        try_upgradable_read = try_lock_upgradable,
+        Upgradable -> MeteredUpgradableReadGuard(UpgradableGuard);
     }
 
     /// An upgradable guard for a lock taken some other way; not counted,
@@ -502,13 +450,7 @@ impl<R: RawRwLockUpgrade, T: ?Sized> MeteredRwLock<R, T> {
             // SAFETY: `take()` is this guard's upgradable lock, held.
             || unsafe { self.raw.upgrade(take()) },
             // SAFETY: as above; a failed try gives the guard back.
-            || match unsafe { self.raw.try_upgrade(take()) } {
-                Ok(w) => Some(w),
-                Err(up) => {
-                    slot.set(Some(up));
-                    None
-                }
-            },
+            || attempt_from(&slot, |up| unsafe { self.raw.try_upgrade(up) }),
             // SAFETY: as above.
             || (unsafe { self.raw.upgrade(take()) }, 0, 0),
         )
@@ -522,15 +464,8 @@ impl<R: RawRwLockUpgrade, T: ?Sized> MeteredRwLock<R, T> {
     ) -> Result<(R::ExclusiveGuard, Hold), R::UpgradableGuard> {
         let slot = Cell::new(Some(up));
         let got = meter::try_acquire(&self.meta, site, Mode::Write, || {
-            let up = slot.take()?;
-            // SAFETY: `up` is this guard's upgradable lock, held.
-            match unsafe { self.raw.try_upgrade(up) } {
-                Ok(w) => Some(w),
-                Err(up) => {
-                    slot.set(Some(up));
-                    None
-                }
-            }
+            // SAFETY: the slot holds this guard's upgradable lock, held.
+            attempt_from(&slot, |up| unsafe { self.raw.try_upgrade(up) })
         });
         got.ok_or_else(|| {
             slot.take()
@@ -540,36 +475,12 @@ impl<R: RawRwLockUpgrade, T: ?Sized> MeteredRwLock<R, T> {
 }
 
 impl<R: RawRwLockUpgradeTimed, T: ?Sized> MeteredRwLock<R, T> {
-    /// Upgradable access, giving up after `timeout` (counted in RJECT).
-    #[track_caller]
-    pub fn try_upgradable_read_for(
-        &self,
-        timeout: R::Duration,
-    ) -> Option<MeteredUpgradableReadGuard<'_, R, T>> {
-        meter::acquire_timed(
-            &self.meta,
-            Location::caller(),
-            Mode::Upgradable,
-            || self.raw.try_lock_upgradable(),
-            || (self.raw.try_lock_upgradable_for(timeout), 0, 0),
-        )
-        .map(|(raw, hold)| MeteredUpgradableReadGuard::new(self, raw, hold))
-    }
-
-    /// Upgradable access, giving up at `deadline` (counted in RJECT).
-    #[track_caller]
-    pub fn try_upgradable_read_until(
-        &self,
-        deadline: R::Instant,
-    ) -> Option<MeteredUpgradableReadGuard<'_, R, T>> {
-        meter::acquire_timed(
-            &self.meta,
-            Location::caller(),
-            Mode::Upgradable,
-            || self.raw.try_lock_upgradable(),
-            || (self.raw.try_lock_upgradable_until(deadline), 0, 0),
-        )
-        .map(|(raw, hold)| MeteredUpgradableReadGuard::new(self, raw, hold))
+    timed_acquisitions! {
+        /// Upgradable access, giving up after `timeout` (counted in RJECT).
+        try_upgradable_read_for = try_lock_upgradable_for,
+        /// Upgradable access, giving up at `deadline` (counted in RJECT).
+        try_upgradable_read_until = try_lock_upgradable_until,
+        Upgradable: try_lock_upgradable -> MeteredUpgradableReadGuard;
     }
 
     /// One metered timed upgrade at `site`: `wait` is called with the raw
@@ -585,61 +496,40 @@ impl<R: RawRwLockUpgradeTimed, T: ?Sized> MeteredRwLock<R, T> {
             &self.meta,
             site,
             Mode::Write,
-            || {
-                let up = slot.take()?;
-                // SAFETY: `up` is this guard's upgradable lock, held.
-                match unsafe { self.raw.try_upgrade(up) } {
-                    Ok(w) => Some(w),
-                    Err(up) => {
-                        slot.set(Some(up));
-                        None
-                    }
-                }
-            },
-            || {
-                let Some(up) = slot.take() else {
-                    return (None, 0, 0);
-                };
-                match wait(&self.raw, up) {
-                    Ok(w) => (Some(w), 0, 0),
-                    Err(up) => {
-                        slot.set(Some(up));
-                        (None, 0, 0)
-                    }
-                }
-            },
+            // SAFETY: the slot holds this guard's upgradable lock, held.
+            || attempt_from(&slot, |up| unsafe { self.raw.try_upgrade(up) }),
+            || (attempt_from(&slot, |up| wait(&self.raw, up)), 0, 0),
         );
         got.ok_or_else(|| slot.take().expect("a failed upgrade gives the guard back"))
     }
 }
 
-impl<R: RawRwLock, T: Default> Default for MeteredRwLock<R, T> {
-    #[track_caller]
-    fn default() -> Self {
-        Self::new(T::default())
+/// Runs `attempt` on the guard in `slot`; a guard it gives back (a failed
+/// try) goes back in the slot, for the next attempt or the caller. `None`
+/// when the slot is empty or the attempt fails.
+fn attempt_from<G, W>(
+    slot: &Cell<Option<G>>,
+    attempt: impl FnOnce(G) -> Result<W, G>,
+) -> Option<W> {
+    match attempt(slot.take()?) {
+        Ok(w) => Some(w),
+        Err(g) => {
+            slot.set(Some(g));
+            None
+        }
     }
 }
 
-impl<R: RawRwLock, T> From<T> for MeteredRwLock<R, T> {
-    #[track_caller]
-    fn from(value: T) -> Self {
-        Self::new(value)
-    }
-}
+from_and_default!([R: RawRwLock,] MeteredRwLock<R, T> => value);
 
 impl<R: RawRwLock, T: ?Sized + fmt::Debug> fmt::Debug for MeteredRwLock<R, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut d = f.debug_struct("RwLock");
-        match self.raw.try_lock_shared() {
-            Some(g) => {
-                // SAFETY: we hold a read lock until `unlock_shared` below.
-                d.field("data", &unsafe { &*self.data.get() });
-                // SAFETY: `g` is the state of the acquisition just made.
-                unsafe { self.raw.unlock_shared(g) };
-            }
-            None => {
-                d.field("data", &format_args!("<locked>"));
-            }
+        if self
+            .try_read_unmetered(|data| d.field("data", &data))
+            .is_none()
+        {
+            d.field("data", &format_args!("<locked>"));
         }
         d.finish()
     }

@@ -17,6 +17,54 @@
 //! Differences from std are listed in docs/guide.md ("Differences from std
 //! / parking_lot").
 
+/// `is_poisoned`, `clear_poison` and `get_mut` of a std-style lock: a
+/// `poison` flag beside a metered lock `inner`.
+macro_rules! poison_api {
+    ($(#[$is_poisoned_doc:meta])*) => {
+        $(#[$is_poisoned_doc])*
+        #[inline]
+        pub fn is_poisoned(&self) -> bool {
+            self.poison.get()
+        }
+
+        /// Clears the poison flag.
+        #[inline]
+        pub fn clear_poison(&self) {
+            self.poison.clear();
+        }
+
+        /// Mutable access without locking; `Err` if it is poisoned.
+        pub fn get_mut(&mut self) -> LockResult<&mut T> {
+            self.poison.result(self.inner.get_mut())
+        }
+    };
+}
+
+/// A blocking acquisition and its `try_` form over the metered `inner`
+/// lock's methods of the same names, each guard wrapped by `$wrap` (which
+/// reports the poison). Both stay `#[inline]`: they are acquisition paths.
+macro_rules! acquire_fns {
+    ($(
+        $(#[$doc:meta])* $lock:ident,
+        $(#[$try_doc:meta])* $try:ident -> $guard:ident via $wrap:ident;
+    )*) => {$(
+        $(#[$doc])*
+        #[track_caller]
+        #[inline]
+        pub fn $lock(&self) -> LockResult<$guard<'_, T>> {
+            let inner = self.inner.$lock();
+            self.$wrap(inner)
+        }
+
+        $(#[$try_doc])*
+        #[track_caller]
+        #[inline]
+        pub fn $try(&self) -> TryLockResult<$guard<'_, T>> {
+            poison::try_result(self.inner.$try().map(|inner| self.$wrap(inner)))
+        }
+    )*};
+}
+
 mod condvar;
 mod mutex;
 mod poison;

@@ -6,7 +6,7 @@ use std::marker::PhantomData;
 use std::mem::{ManuallyDrop, MaybeUninit};
 use std::ops::{Deref, DerefMut};
 use std::panic::{RefUnwindSafe, UnwindSafe};
-use std::sync::{LockResult, PoisonError, TryLockError, TryLockResult};
+use std::sync::{LockResult, TryLockResult};
 
 use super::poison;
 use crate::meter::Hold;
@@ -121,69 +121,28 @@ impl<T> Mutex<T> {
 
     /// Consumes the mutex, returning the data; `Err` if it is poisoned.
     pub fn into_inner(self) -> LockResult<T> {
-        let poisoned = self.poison.get();
-        let data = self.inner.into_inner();
-        if poisoned {
-            Err(PoisonError::new(data))
-        } else {
-            Ok(data)
-        }
+        self.poison.result(self.inner.into_inner())
     }
 }
 
 impl<T: ?Sized> Mutex<T> {
-    /// Blocks until the mutex is acquired; `Err` (still holding the guard)
-    /// if a holder panicked.
-    #[track_caller]
-    #[inline]
-    pub fn lock(&self) -> LockResult<MutexGuard<'_, T>> {
-        let inner = self.inner.lock();
-        self.guard(inner)
+    acquire_fns! {
+        /// Blocks until the mutex is acquired; `Err` (still holding the guard)
+        /// if a holder panicked.
+        lock,
+        /// Acquires the mutex if it is free: `WouldBlock` if it is held,
+        /// `Poisoned` if it was free but a holder panicked.
+        try_lock -> MutexGuard via guard;
     }
 
-    /// Acquires the mutex if it is free: `WouldBlock` if it is held,
-    /// `Poisoned` if it was free but a holder panicked.
-    #[track_caller]
-    #[inline]
-    pub fn try_lock(&self) -> TryLockResult<MutexGuard<'_, T>> {
-        match self.inner.try_lock() {
-            Some(inner) => Ok(self.guard(inner)?),
-            None => Err(TryLockError::WouldBlock),
-        }
-    }
-
-    /// Whether a holder panicked (a momentary answer).
-    #[inline]
-    pub fn is_poisoned(&self) -> bool {
-        self.poison.get()
-    }
-
-    /// Clears the poison flag.
-    #[inline]
-    pub fn clear_poison(&self) {
-        self.poison.clear();
-    }
-
-    /// Mutable access without locking; `Err` if it is poisoned.
-    pub fn get_mut(&mut self) -> LockResult<&mut T> {
-        let poisoned = self.poison.get();
-        let data = self.inner.get_mut();
-        if poisoned {
-            Err(PoisonError::new(data))
-        } else {
-            Ok(data)
-        }
+    poison_api! {
+        /// Whether a holder panicked (a momentary answer).
     }
 
     /// Wraps a fresh acquisition (its parts go into `held`).
     #[inline(always)]
     fn guard<'a>(&'a self, inner: crate::MutexGuard<'a, T>) -> LockResult<MutexGuard<'a, T>> {
-        let guard = MutexGuard::new(self, inner);
-        if self.poison.get() {
-            Err(PoisonError::new(guard))
-        } else {
-            Ok(guard)
-        }
+        self.poison.result(MutexGuard::new(self, inner))
     }
 }
 
@@ -241,36 +200,16 @@ impl<'a, T: ?Sized> MutexGuard<'a, T> {
     }
 }
 
-impl<T> From<T> for Mutex<T> {
-    #[track_caller]
-    fn from(t: T) -> Self {
-        Mutex::new(t)
-    }
-}
-
-impl<T: Default> Default for Mutex<T> {
-    #[track_caller]
-    fn default() -> Self {
-        Mutex::new(T::default())
-    }
-}
+from_and_default!([] Mutex<T> => t);
 
 impl<T: ?Sized + fmt::Debug> fmt::Debug for Mutex<T> {
     /// std's format: `Mutex { data: .., poisoned: false, .. }`, with
     /// `"<locked>"` (quoted, as std prints it) for data held elsewhere.
     /// Looking does not count.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut d = f.debug_struct("Mutex");
-        match self.inner.try_lock_unmetered(|data| {
-            d.field("data", &data);
-        }) {
-            Some(()) => {}
-            None => {
-                d.field("data", &"<locked>");
-            }
-        }
-        d.field("poisoned", &self.poison.get());
-        d.finish_non_exhaustive()
+        poison::fmt_lock(f, "Mutex", &self.poison, &"<locked>", |show| {
+            self.inner.try_lock_unmetered(show)
+        })
     }
 }
 
@@ -305,14 +244,4 @@ impl<T: ?Sized> Drop for MutexGuard<'_, T> {
     }
 }
 
-impl<T: ?Sized + fmt::Debug> fmt::Debug for MutexGuard<'_, T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&**self, f)
-    }
-}
-
-impl<T: ?Sized + fmt::Display> fmt::Display for MutexGuard<'_, T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        (**self).fmt(f)
-    }
-}
+fmt_as_data!([] MutexGuard<'_, T>);

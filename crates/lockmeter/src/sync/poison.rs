@@ -3,8 +3,9 @@
 //! poisons the lock; every later acquisition still succeeds but reports
 //! the poison, until `clear_poison`.
 
+use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
-use std::sync::{LockResult, PoisonError};
+use std::sync::{LockResult, PoisonError, TryLockError, TryLockResult};
 use std::thread;
 
 /// Whether a holder panicked. A plain std atomic, not the loom shim's: it
@@ -48,6 +49,48 @@ impl Flag {
 
     pub(crate) fn clear(&self) {
         self.0.store(false, Relaxed);
+    }
+
+    /// `Ok(value)` or, if a holder panicked, `Err(PoisonError(value))`.
+    #[inline(always)]
+    pub(crate) fn result<T>(&self, value: T) -> LockResult<T> {
+        if self.get() {
+            Err(PoisonError::new(value))
+        } else {
+            Ok(value)
+        }
+    }
+}
+
+/// std's `Debug` of a lock: `Name { data: .., poisoned: false, .. }`.
+/// `look` shows the data through the function it is given if it can
+/// without waiting (and without counting), else `locked` stands in.
+pub(crate) fn fmt_lock<T: ?Sized + fmt::Debug>(
+    f: &mut fmt::Formatter<'_>,
+    name: &str,
+    poisoned: &Flag,
+    locked: &dyn fmt::Debug,
+    look: impl FnOnce(&mut dyn FnMut(&T)) -> Option<()>,
+) -> fmt::Result {
+    let mut d = f.debug_struct(name);
+    if look(&mut |data| {
+        d.field("data", &data);
+    })
+    .is_none()
+    {
+        d.field("data", locked);
+    }
+    d.field("poisoned", &poisoned.get());
+    d.finish_non_exhaustive()
+}
+
+/// A `try_` acquisition in std's terms: `WouldBlock` when it failed, else
+/// the guard, as `Poisoned` if a holder panicked.
+#[inline(always)]
+pub(crate) fn try_result<G>(got: Option<LockResult<G>>) -> TryLockResult<G> {
+    match got {
+        Some(guard) => Ok(guard?),
+        None => Err(TryLockError::WouldBlock),
     }
 }
 

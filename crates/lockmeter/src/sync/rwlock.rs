@@ -3,7 +3,7 @@
 use std::fmt;
 use std::ops::{Deref, DerefMut};
 use std::panic::{RefUnwindSafe, UnwindSafe};
-use std::sync::{LockResult, PoisonError, TryLockError, TryLockResult};
+use std::sync::{LockResult, TryLockResult};
 
 use super::poison;
 
@@ -71,78 +71,29 @@ impl<T> RwLock<T> {
 
     /// Consumes the lock, returning the data; `Err` if it is poisoned.
     pub fn into_inner(self) -> LockResult<T> {
-        let poisoned = self.poison.get();
-        let data = self.inner.into_inner();
-        if poisoned {
-            Err(PoisonError::new(data))
-        } else {
-            Ok(data)
-        }
+        self.poison.result(self.inner.into_inner())
     }
 }
 
 impl<T: ?Sized> RwLock<T> {
-    /// Blocks until shared access is acquired; `Err` (still holding the
-    /// guard) if a writer panicked.
-    #[track_caller]
-    #[inline]
-    pub fn read(&self) -> LockResult<RwLockReadGuard<'_, T>> {
-        let inner = self.inner.read();
-        self.read_guard(inner)
+    acquire_fns! {
+        /// Blocks until shared access is acquired; `Err` (still holding the
+        /// guard) if a writer panicked.
+        read,
+        /// Shared access if no writer holds or waits in the way: `WouldBlock`
+        /// otherwise, `Poisoned` if acquired but a writer panicked.
+        try_read -> RwLockReadGuard via read_guard;
+
+        /// Blocks until exclusive access is acquired; `Err` (still holding the
+        /// guard) if a writer panicked.
+        write,
+        /// Exclusive access if the lock is free: `WouldBlock` otherwise,
+        /// `Poisoned` if acquired but a writer panicked.
+        try_write -> RwLockWriteGuard via write_guard;
     }
 
-    /// Shared access if no writer holds or waits in the way: `WouldBlock`
-    /// otherwise, `Poisoned` if acquired but a writer panicked.
-    #[track_caller]
-    #[inline]
-    pub fn try_read(&self) -> TryLockResult<RwLockReadGuard<'_, T>> {
-        match self.inner.try_read() {
-            Some(inner) => Ok(self.read_guard(inner)?),
-            None => Err(TryLockError::WouldBlock),
-        }
-    }
-
-    /// Blocks until exclusive access is acquired; `Err` (still holding the
-    /// guard) if a writer panicked.
-    #[track_caller]
-    #[inline]
-    pub fn write(&self) -> LockResult<RwLockWriteGuard<'_, T>> {
-        let inner = self.inner.write();
-        self.write_guard(inner)
-    }
-
-    /// Exclusive access if the lock is free: `WouldBlock` otherwise,
-    /// `Poisoned` if acquired but a writer panicked.
-    #[track_caller]
-    #[inline]
-    pub fn try_write(&self) -> TryLockResult<RwLockWriteGuard<'_, T>> {
-        match self.inner.try_write() {
-            Some(inner) => Ok(self.write_guard(inner)?),
-            None => Err(TryLockError::WouldBlock),
-        }
-    }
-
-    /// Whether a writer panicked (a momentary answer).
-    #[inline]
-    pub fn is_poisoned(&self) -> bool {
-        self.poison.get()
-    }
-
-    /// Clears the poison flag.
-    #[inline]
-    pub fn clear_poison(&self) {
-        self.poison.clear();
-    }
-
-    /// Mutable access without locking; `Err` if it is poisoned.
-    pub fn get_mut(&mut self) -> LockResult<&mut T> {
-        let poisoned = self.poison.get();
-        let data = self.inner.get_mut();
-        if poisoned {
-            Err(PoisonError::new(data))
-        } else {
-            Ok(data)
-        }
+    poison_api! {
+        /// Whether a writer panicked (a momentary answer).
     }
 
     #[inline(always)]
@@ -150,11 +101,7 @@ impl<T: ?Sized> RwLock<T> {
         &'a self,
         inner: crate::RwLockReadGuard<'a, T>,
     ) -> LockResult<RwLockReadGuard<'a, T>> {
-        if self.poison.get() {
-            Err(PoisonError::new(RwLockReadGuard { inner }))
-        } else {
-            Ok(RwLockReadGuard { inner })
-        }
+        self.poison.result(RwLockReadGuard { inner })
     }
 
     #[inline(always)]
@@ -162,46 +109,24 @@ impl<T: ?Sized> RwLock<T> {
         &'a self,
         inner: crate::RwLockWriteGuard<'a, T>,
     ) -> LockResult<RwLockWriteGuard<'a, T>> {
-        let guard = RwLockWriteGuard {
+        self.poison.result(RwLockWriteGuard {
             poison: &self.poison,
             state: poison::Guard::new(),
             inner,
-        };
-        if self.poison.get() {
-            Err(PoisonError::new(guard))
-        } else {
-            Ok(guard)
-        }
+        })
     }
 }
 
-impl<T> From<T> for RwLock<T> {
-    #[track_caller]
-    fn from(t: T) -> Self {
-        RwLock::new(t)
-    }
-}
-
-impl<T: Default> Default for RwLock<T> {
-    #[track_caller]
-    fn default() -> Self {
-        RwLock::new(T::default())
-    }
-}
+from_and_default!([] RwLock<T> => t);
 
 impl<T: ?Sized + fmt::Debug> fmt::Debug for RwLock<T> {
     /// std's format: `RwLock { data: .., poisoned: false, .. }`, with
     /// `<locked>` for data a writer holds. Looking does not count.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut d = f.debug_struct("RwLock");
-        let shown = self.inner.try_read_unmetered(|data| {
-            d.field("data", &data);
-        });
-        if shown.is_none() {
-            d.field("data", &format_args!("<locked>"));
-        }
-        d.field("poisoned", &self.poison.get());
-        d.finish_non_exhaustive()
+        let locked = format_args!("<locked>");
+        poison::fmt_lock(f, "RwLock", &self.poison, &locked, |show| {
+            self.inner.try_read_unmetered(show)
+        })
     }
 }
 
@@ -236,26 +161,4 @@ impl<T: ?Sized> Drop for RwLockWriteGuard<'_, T> {
     }
 }
 
-impl<T: ?Sized + fmt::Debug> fmt::Debug for RwLockReadGuard<'_, T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&**self, f)
-    }
-}
-
-impl<T: ?Sized + fmt::Display> fmt::Display for RwLockReadGuard<'_, T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        (**self).fmt(f)
-    }
-}
-
-impl<T: ?Sized + fmt::Debug> fmt::Debug for RwLockWriteGuard<'_, T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&**self, f)
-    }
-}
-
-impl<T: ?Sized + fmt::Display> fmt::Display for RwLockWriteGuard<'_, T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        (**self).fmt(f)
-    }
-}
+fmt_as_data!([] RwLockReadGuard<'_, T>, [] RwLockWriteGuard<'_, T>);

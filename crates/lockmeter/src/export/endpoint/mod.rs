@@ -28,12 +28,7 @@ use crate::export::SnapshotSource;
 mod session;
 mod transport;
 
-/// Stack of a client thread: it parses small requests and serializes
-/// snapshots, nothing deep.
-const CLIENT_STACK: usize = 512 * 1024;
-/// Pause after an accept error such as running out of file descriptors,
-/// so that a persistent error does not spin the accept thread.
-const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(50);
+use super::{ACCEPT_ERROR_PAUSE, CLIENT_STACK};
 
 /// The endpoint's counters, shared with the client threads.
 #[derive(Debug, Default)]

@@ -29,10 +29,7 @@ use encode::{Format, Scrape};
 use http::{ReadError, Request};
 use lockmeter_wire::Stream;
 
-/// Stack of a client thread: it parses a small head and formats text.
-const CLIENT_STACK: usize = 512 * 1024;
-/// Pause after an accept error such as running out of file descriptors.
-const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(50);
+use super::{ACCEPT_ERROR_PAUSE, CLIENT_STACK};
 
 /// How the Prometheus endpoint is set up.
 #[derive(Debug, Clone)]

@@ -233,10 +233,20 @@ mod tests {
             .collect()
     }
 
+    /// The functions of `names` (leaf first) left after [`mark_skipped`]
+    /// with the default skip list.
+    fn shown(names: &[&str]) -> Vec<String> {
+        let mut f = frames(names);
+        mark_skipped(&mut f, &StackSettings::default_skip());
+        f.into_iter()
+            .filter(|f| !f.skipped)
+            .map(|f| f.function)
+            .collect()
+    }
+
     #[test]
     fn glue_between_wrappers_is_skipped_but_not_past_the_caller() {
-        let skip = StackSettings::default_skip();
-        let mut f = frames(&[
+        let shown = shown(&[
             "backtrace::backtrace::trace_unsynchronized",
             "lockmeter::stacks::capture",
             "core::ops::function::FnOnce::call_once",
@@ -247,12 +257,6 @@ mod tests {
             "lockmeter::not_really",
             "app::main",
         ]);
-        mark_skipped(&mut f, &skip);
-        let shown: Vec<_> = f
-            .iter()
-            .filter(|f| !f.skipped)
-            .map(|f| f.function.as_str())
-            .collect();
         assert_eq!(
             shown,
             [
@@ -265,20 +269,13 @@ mod tests {
 
     #[test]
     fn a_guard_dropped_by_the_caller_names_the_caller() {
-        let skip = StackSettings::default_skip();
-        let mut f = frames(&[
+        let shown = shown(&[
             "lockmeter::stacks::capture",
             "<lockmeter::mutex::MeteredMutexGuard<R,T> as core::ops::drop::Drop>::drop",
             "core::ptr::drop_in_place<lockmeter::mutex::MeteredMutexGuard<R,u64>>",
             "core::mem::drop",
             "app::caller",
         ]);
-        mark_skipped(&mut f, &skip);
-        let shown: Vec<_> = f
-            .iter()
-            .filter(|f| !f.skipped)
-            .map(|f| f.function.as_str())
-            .collect();
         assert_eq!(shown, ["app::caller"]);
     }
 
