@@ -197,6 +197,14 @@ fn sync_mutex_keeps_its_guard_parts_soundly() {
         drop(g);
         t.join().unwrap();
         assert!(m.try_lock().is_ok());
+        // The std-style RwLock keeps a writer's parts beside the lock too.
+        let rw = Arc::new(lockmeter::sync::RwLock::named("miri.sync.rw", 0u32));
+        let rw2 = rw.clone();
+        let w = spawn_observed(move || *rw2.write().unwrap() += 1);
+        *rw.write().unwrap() += 1;
+        w.join().unwrap();
+        assert_eq!(*rw.read().unwrap(), 2);
+        assert!(rw.try_write().is_ok());
     };
     run();
     let (clock, _mock) = quanta::Clock::mock();

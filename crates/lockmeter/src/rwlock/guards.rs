@@ -586,3 +586,27 @@ fmt_as_data!(
     [R: RawRwLock,] MeteredMappedReadGuard<'_, R, T>,
     [R: RawRwLock,] MeteredMappedWriteGuard<'_, R, T>,
 );
+
+impl<R: RawRwLock, T: ?Sized> MeteredWriteGuard<'_, R, T> {
+    /// The raw lock state and the hold, without unlocking, for wrappers
+    /// that keep the parts in the lock (`sync::RwLock`).
+    pub(crate) fn into_raw_parts(s: Self) -> (R::ExclusiveGuard, Hold) {
+        let (_, raw, hold) = into_parts!(s, lock);
+        (raw, hold)
+    }
+}
+
+impl<R: RawRwLock, T: ?Sized> MeteredRwLock<R, T> {
+    /// A write guard again from [`MeteredWriteGuard::into_raw_parts`].
+    ///
+    /// # Safety
+    /// `raw` and `hold` are the parts of a write guard of `self` whose lock
+    /// is still held, and no other guard of that acquisition exists.
+    pub(crate) unsafe fn write_guard_from_parts(
+        &self,
+        raw: R::ExclusiveGuard,
+        hold: Hold,
+    ) -> MeteredWriteGuard<'_, R, T> {
+        MeteredWriteGuard::new(self, raw, hold)
+    }
+}

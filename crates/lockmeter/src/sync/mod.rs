@@ -69,6 +69,7 @@ mod condvar;
 mod mutex;
 mod poison;
 mod rwlock;
+mod stash;
 
 pub use condvar::Condvar;
 pub use mutex::{Mutex, MutexGuard};

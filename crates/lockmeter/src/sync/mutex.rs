@@ -1,15 +1,14 @@
 //! `std::sync::Mutex`'s API over a metered [`crate::Mutex`].
 
-use std::cell::UnsafeCell;
 use std::fmt;
 use std::marker::PhantomData;
-use std::mem::{ManuallyDrop, MaybeUninit};
+use std::mem::ManuallyDrop;
 use std::ops::{Deref, DerefMut};
 use std::panic::{RefUnwindSafe, UnwindSafe};
 use std::sync::{LockResult, TryLockResult};
 
 use super::poison;
-use crate::meter::Hold;
+use super::stash::Stash;
 
 /// A drop-in for [`std::sync::Mutex`]: the same API, poisoning included,
 /// with every acquisition counted at its call site.
@@ -30,48 +29,9 @@ use crate::meter::Hold;
 /// ```
 pub struct Mutex<T: ?Sized> {
     poison: poison::Flag,
-    /// The metered guard's parts while the mutex is held, so that our
-    /// guard is two words, as std's: a seven-word guard inside a
-    /// `LockResult` was copied through the stack on every
-    /// `.lock().unwrap()` (+15 ns, twice std's cost).
-    held: UnsafeCell<MaybeUninit<Parts>>,
+    /// The metered guard's parts while the mutex is held (see `stash`).
+    held: Stash<<parking_lot::RawMutex as lock_api::RawMutex>::Guard>,
     inner: crate::Mutex<T>,
-}
-
-/// What a [`crate::MutexGuard`] is made of: the raw lock's state and the
-/// hold being recorded.
-type Parts = (<parking_lot::RawMutex as lock_api::RawMutex>::Guard, Hold);
-
-/// Writes `parts` into `held` (the hold through [`Hold::stash`]).
-///
-/// # Safety
-/// Only the thread holding the lock may call it.
-#[inline(always)]
-unsafe fn stash(held: &UnsafeCell<MaybeUninit<Parts>>, (raw, hold): Parts) {
-    let p = held.get().cast::<Parts>();
-    // SAFETY: `p` is valid for writes (the caller holds the lock, and
-    // only the holder touches `held`); `MaybeUninit` has its content's
-    // layout.
-    unsafe {
-        std::ptr::addr_of_mut!((*p).0).write(raw);
-        hold.stash(std::ptr::addr_of_mut!((*p).1));
-    }
-}
-
-/// Reads back what [`stash`] wrote, once per write.
-///
-/// # Safety
-/// The caller holds the lock, and `stash` wrote `held` since it was last read.
-#[inline(always)]
-unsafe fn unstash(held: &UnsafeCell<MaybeUninit<Parts>>) -> Parts {
-    let p = held.get().cast::<Parts>();
-    // SAFETY: the caller's promise: `stash` wrote both parts.
-    unsafe {
-        (
-            std::ptr::addr_of!((*p).0).read(),
-            Hold::unstash(std::ptr::addr_of!((*p).1)),
-        )
-    }
 }
 
 // SAFETY: `held` is only touched by the thread holding `inner`, whose
@@ -104,7 +64,7 @@ impl<T> Mutex<T> {
     pub const fn new(t: T) -> Mutex<T> {
         Mutex {
             poison: poison::Flag::new(),
-            held: UnsafeCell::new(MaybeUninit::uninit()),
+            held: Stash::new(),
             inner: crate::Mutex::new(t),
         }
     }
@@ -114,7 +74,7 @@ impl<T> Mutex<T> {
     pub const fn named(name: &'static str, t: T) -> Mutex<T> {
         Mutex {
             poison: poison::Flag::new(),
-            held: UnsafeCell::new(MaybeUninit::uninit()),
+            held: Stash::new(),
             inner: crate::Mutex::named(name, t),
         }
     }
@@ -151,7 +111,7 @@ impl<'a, T: ?Sized> MutexGuard<'a, T> {
     fn new(lock: &'a Mutex<T>, inner: crate::MutexGuard<'a, T>) -> Self {
         let parts = crate::MutexGuard::into_raw_parts(inner);
         // SAFETY: we hold the lock, and only its holder touches `held`.
-        unsafe { stash(&lock.held, parts) };
+        unsafe { lock.held.put(parts) };
         MutexGuard {
             lock,
             state: poison::Guard::new(),
@@ -179,12 +139,12 @@ impl<'a, T: ?Sized> MutexGuard<'a, T> {
                 // SAFETY: the lock is held (the guard is valid again after
                 // `f`, as a `&mut` guard must be), and only its holder
                 // touches `held`.
-                unsafe { stash(&self.lock.held, parts) };
+                unsafe { self.lock.held.put(parts) };
             }
         }
         // SAFETY: this guard holds the lock, so `held` has its parts,
         // written by `new` or by the last `Restore`; read out once here.
-        let (raw, hold) = unsafe { unstash(&self.lock.held) };
+        let (raw, hold) = unsafe { self.lock.held.take() };
         // SAFETY: the parts of the held acquisition, and now its only copy.
         let inner = unsafe { self.lock.inner.guard_from_parts(raw, hold) };
         let mut restore = Restore {
@@ -238,7 +198,7 @@ impl<T: ?Sized> Drop for MutexGuard<'_, T> {
         self.lock.poison.done(&self.state);
         // SAFETY: this guard holds the lock, so `held` has its parts; read
         // out once, as the guard ends.
-        let (raw, hold) = unsafe { unstash(&self.lock.held) };
+        let (raw, hold) = unsafe { self.lock.held.take() };
         // SAFETY: the parts of the held acquisition, and its only copy.
         drop(unsafe { self.lock.inner.guard_from_parts(raw, hold) });
     }

@@ -6,6 +6,7 @@ use std::panic::{RefUnwindSafe, UnwindSafe};
 use std::sync::{LockResult, TryLockResult};
 
 use super::poison;
+use super::stash::Stash;
 
 /// A drop-in for [`std::sync::RwLock`]: the same API, poisoning included,
 /// with every acquisition counted at its call site, reads and writes apart.
@@ -29,8 +30,17 @@ use super::poison;
 /// ```
 pub struct RwLock<T: ?Sized> {
     poison: poison::Flag,
+    /// A writer's metered guard parts while it holds the lock (see `stash`).
+    held: Stash<<parking_lot::RawRwLock as lock_api::RawRwLock>::ExclusiveGuard>,
     inner: crate::RwLock<T>,
 }
+
+// SAFETY: `held` is only touched by the thread holding `inner` exclusively,
+// whose acquire/release orders it between writers; the rest is
+// `crate::RwLock`'s, whose `Send`/`Sync` need the same of `T`.
+unsafe impl<T: ?Sized + Send> Send for RwLock<T> {}
+// SAFETY: as above; readers never touch `held`.
+unsafe impl<T: ?Sized + Send + Sync> Sync for RwLock<T> {}
 
 impl<T: ?Sized> UnwindSafe for RwLock<T> {}
 impl<T: ?Sized> RefUnwindSafe for RwLock<T> {}
@@ -45,10 +55,14 @@ pub struct RwLockReadGuard<'a, T: ?Sized + 'a> {
 /// while its thread panics. Not `Send`, as std's.
 #[must_use = "if unused the RwLock will immediately unlock"]
 pub struct RwLockWriteGuard<'a, T: ?Sized + 'a> {
-    poison: &'a poison::Flag,
+    lock: &'a RwLock<T>,
     state: poison::Guard,
-    inner: crate::RwLockWriteGuard<'a, T>,
+    /// The metered guard's hold is recorded by this thread.
+    _not_send: std::marker::PhantomData<*mut ()>,
 }
+
+// SAFETY: sharing a write guard shares only `&T`.
+unsafe impl<T: ?Sized + Sync> Sync for RwLockWriteGuard<'_, T> {}
 
 impl<T> RwLock<T> {
     /// A new unlocked lock; its class is the caller's location.
@@ -56,6 +70,7 @@ impl<T> RwLock<T> {
     pub const fn new(t: T) -> RwLock<T> {
         RwLock {
             poison: poison::Flag::new(),
+            held: Stash::new(),
             inner: crate::RwLock::new(t),
         }
     }
@@ -65,6 +80,7 @@ impl<T> RwLock<T> {
     pub const fn named(name: &'static str, t: T) -> RwLock<T> {
         RwLock {
             poison: poison::Flag::new(),
+            held: Stash::new(),
             inner: crate::RwLock::named(name, t),
         }
     }
@@ -109,10 +125,14 @@ impl<T: ?Sized> RwLock<T> {
         &'a self,
         inner: crate::RwLockWriteGuard<'a, T>,
     ) -> LockResult<RwLockWriteGuard<'a, T>> {
+        let parts = crate::RwLockWriteGuard::into_raw_parts(inner);
+        // SAFETY: we hold the lock exclusively, and only its writer
+        // touches `held`.
+        unsafe { self.held.put(parts) };
         self.poison.result(RwLockWriteGuard {
-            poison: &self.poison,
+            lock: self,
             state: poison::Guard::new(),
-            inner,
+            _not_send: std::marker::PhantomData,
         })
     }
 }
@@ -142,22 +162,30 @@ impl<T: ?Sized> Deref for RwLockWriteGuard<'_, T> {
     type Target = T;
     #[inline]
     fn deref(&self) -> &T {
-        &self.inner
+        // SAFETY: the guard proves the lock is held exclusively.
+        unsafe { &*self.lock.inner.data_ptr() }
     }
 }
 
 impl<T: ?Sized> DerefMut for RwLockWriteGuard<'_, T> {
     #[inline]
     fn deref_mut(&mut self) -> &mut T {
-        &mut self.inner
+        // SAFETY: as in `deref`, and `&mut self` is the only access.
+        unsafe { &mut *self.lock.inner.data_ptr() }
     }
 }
 
 impl<T: ?Sized> Drop for RwLockWriteGuard<'_, T> {
-    /// Poisons (if panicking) while still holding; `inner` unlocks after.
-    #[inline]
+    /// Poisons (if panicking) while still holding, then unlocks and
+    /// records the hold through the metered guard.
+    #[inline(always)]
     fn drop(&mut self) {
-        self.poison.done(&self.state);
+        self.lock.poison.done(&self.state);
+        // SAFETY: this guard holds the lock, so `held` has its parts; taken
+        // once, as the guard ends.
+        let (raw, hold) = unsafe { self.lock.held.take() };
+        // SAFETY: the parts of the held acquisition, and its only copy.
+        drop(unsafe { self.lock.inner.write_guard_from_parts(raw, hold) });
     }
 }
 
