@@ -23,6 +23,26 @@ use crate::report::{Goal, Row, Unit};
 /// The goal: the estimate within this share of the measured added cost.
 const WITHIN: f64 = 0.30;
 
+/// The bare (`$bare`) and metered (`$inst`) increment loops, timed side by
+/// side: the same loop for every lock type, which share no trait.
+macro_rules! increment_loops {
+    ($cfg:expr, $bare:expr, $inst:expr) => {
+        ns_pair(
+            $cfg,
+            |n| {
+                for _ in 0..n {
+                    *$bare.lock() += 1;
+                }
+            },
+            |n| {
+                for _ in 0..n {
+                    *$inst.lock() += 1;
+                }
+            },
+        )
+    };
+}
+
 /// The estimate per acquisition of class `id` in the window `later` minus
 /// `earlier`: (inside, outside) ns, and the acquisitions it is over.
 fn estimate_per_op(earlier: &Snapshot, later: &Snapshot, id: &str) -> Option<(f64, f64, u64)> {
@@ -100,19 +120,7 @@ pub fn rows(cfg: &Config, handle: &lockmeter::Handle) -> Vec<Row> {
     let inst = lockmeter::SpinLock::named(SPIN, 0u64);
     let (b, i) = (black_box(&bare), black_box(&inst));
     rows.push(row("spinlock", "SpinLock", SPIN, &global, || {
-        ns_pair(
-            cfg,
-            |n| {
-                for _ in 0..n {
-                    *b.lock() += 1;
-                }
-            },
-            |n| {
-                for _ in 0..n {
-                    *i.lock() += 1;
-                }
-            },
-        )
+        increment_loops!(cfg, b, i)
     }));
 
     const MUTEX: &str = "bench.selfcost.mutex";
@@ -120,19 +128,7 @@ pub fn rows(cfg: &Config, handle: &lockmeter::Handle) -> Vec<Row> {
     let inst = lockmeter::Mutex::named(MUTEX, 0u64);
     let (b, i) = (black_box(&bare), black_box(&inst));
     rows.push(row("mutex", "Mutex", MUTEX, &global, || {
-        ns_pair(
-            cfg,
-            |n| {
-                for _ in 0..n {
-                    *b.lock() += 1;
-                }
-            },
-            |n| {
-                for _ in 0..n {
-                    *i.lock() += 1;
-                }
-            },
-        )
+        increment_loops!(cfg, b, i)
     }));
 
     // Every hold timed, in a scoped dispatcher: the two clock reads per
