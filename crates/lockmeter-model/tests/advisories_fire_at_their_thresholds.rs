@@ -8,7 +8,6 @@ fn mean_dist(count: u64, mean: u64) -> Dist {
     Dist {
         count,
         total: count * mean,
-        mean,
         max: mean,
         ..Dist::default()
     }
@@ -115,7 +114,6 @@ fn busy(util: f64, hot: u64) -> LockStats {
         hold_ns: Dist {
             count: 100,
             total: held as u64,
-            mean: 1_000,
             ..Dist::default()
         },
         ..Stats::default()
