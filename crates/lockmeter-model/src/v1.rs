@@ -115,34 +115,28 @@ struct StatsOut<'a> {
     elapsed_ns: u64,
 }
 
+/// Writes fields of `$s` into the struct serializer `$st`, each under its
+/// own name, so a name and its value cannot disagree.
+macro_rules! fields {
+    ($st:ident, $s:ident: $($f:ident),* $(,)?) => {
+        $( $st.serialize_field(stringify!($f), &$s.$f)?; )*
+    };
+}
+
 impl Serialize for StatsOut<'_> {
     fn serialize<S: Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
         let s = self.stats;
         let mut st = ser.serialize_struct("Stats", 20)?;
-        st.serialize_field("acquisitions", &s.acquisitions)?;
-        st.serialize_field("nowait", &s.nowait)?;
-        st.serialize_field("contended", &s.contended)?;
-        st.serialize_field("rejected", &s.rejected)?;
-        st.serialize_field("spins", &s.spins)?;
-        st.serialize_field("sleeps", &s.sleeps)?;
-        st.serialize_field("bounces", &s.bounces)?;
+        fields!(st, s: acquisitions, nowait, contended, rejected, spins, sleeps, bounces);
         st.serialize_field("con_pct", &s.con_pct())?;
         st.serialize_field("util_pct", &s.util_pct(self.elapsed_ns))?;
-        st.serialize_field("hold_ns", &s.hold_ns)?;
-        st.serialize_field("hold_timed", &s.hold_timed)?;
-        st.serialize_field("wait_ns", &s.wait_ns)?;
-        st.serialize_field("waits", &s.waits)?;
-        st.serialize_field("wake_calls", &s.wake_calls)?;
-        st.serialize_field("wakeups", &s.wakeups)?;
+        fields!(st, s: hold_ns, hold_timed, wait_ns, waits, wake_calls, wakeups);
         if s.empty_wake_calls == 0 {
             st.skip_field("empty_wake_calls")?;
         } else {
-            st.serialize_field("empty_wake_calls", &s.empty_wake_calls)?;
+            fields!(st, s: empty_wake_calls);
         }
-        st.serialize_field("spurious_wakeups", &s.spurious_wakeups)?;
-        st.serialize_field("exclusive_wakeups", &s.exclusive_wakeups)?;
-        st.serialize_field("max_waiters", &s.max_waiters)?;
-        st.serialize_field("wake_latency_ns", &s.wake_latency_ns)?;
+        fields!(st, s: spurious_wakeups, exclusive_wakeups, max_waiters, wake_latency_ns);
         st.end()
     }
 }
