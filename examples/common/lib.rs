@@ -10,9 +10,13 @@
 //! | [`epoll`] | 003 | an epoll ready list whose lock already protects its wait queue |
 //! | [`bkl`] | 004 | an HTTP server copying its page under one big lock |
 //!
-//! [`cli`], [`meter`], [`report`], [`wait`] and [`affinity`] are the plumbing;
+//! [`cli`], [`meter`], [`report`], [`wait`], [`affinity`] and `seed_enum!` are
+//! the plumbing;
 //! [`plot`] turns the `--json` outputs into the SVG figures of
 //! `docs/results.md`.
+
+#[macro_use]
+mod variant;
 
 pub mod affinity;
 pub mod bkl;

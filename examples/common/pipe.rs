@@ -16,7 +16,6 @@
 //! reported.
 
 use std::cell::UnsafeCell;
-use std::fmt;
 use std::io;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -38,30 +37,13 @@ pub const WAIT: &str = "pipe.wait";
 /// Bytes the ring holds: one page, like a Linux 2.3 pipe.
 pub const CAPACITY: usize = 4096;
 
-/// What guards the pipe's buffer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Variant {
-    /// A semaphore used as a mutex, like `PIPE_SEM`.
-    Semaphore,
-    /// A spinlock, as in the seed's patch.
-    Spinlock,
-}
-
-impl Variant {
-    pub const ALL: [Variant; 2] = [Variant::Semaphore, Variant::Spinlock];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Variant::Semaphore => "semaphore",
-            Variant::Spinlock => "spinlock",
-        }
-    }
-}
-
-impl fmt::Display for Variant {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+seed_enum! {
+    /// What guards the pipe's buffer.
+    pub enum Variant {
+        /// A semaphore used as a mutex, like `PIPE_SEM`.
+        Semaphore = ("semaphore", "semaphore"),
+        /// A spinlock, as in the seed's patch.
+        Spinlock = ("spinlock", "spinlock"),
     }
 }
 

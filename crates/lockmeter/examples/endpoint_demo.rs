@@ -16,12 +16,14 @@
 //!
 //! Usage: `endpoint_demo [ACQUISITIONS=1000] [THREADS=4] [--exit-holding]`
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
 use tracing_subscriber::prelude::*;
+
+mod common;
 
 fn main() {
     let mut numbers = Vec::new();
@@ -46,25 +48,10 @@ fn main() {
         .init();
 
     let counter = Arc::new(lockmeter::Mutex::named("demo.counter", 0u64));
-    let workers: Vec<_> = (0..threads)
-        .map(|i| {
-            let counter = Arc::clone(&counter);
-            // The first thread also takes the remainder, so the sum is exact.
-            let share = total / threads + if i == 0 { total % threads } else { 0 };
-            thread::spawn(move || {
-                for _ in 0..share {
-                    *counter.lock() += 1;
-                }
-            })
-        })
-        .collect();
-    for w in workers {
-        w.join().expect("a worker panicked");
-    }
+    let adder = Arc::clone(&counter);
+    common::spread_over_threads(total, threads, move || *adder.lock() += 1);
 
-    println!("ready {total}");
-    let _ = std::io::stdout().flush();
-    let _ = std::io::stdin().read_to_end(&mut Vec::new());
+    common::say_ready_and_wait_for_stdin(&format!("ready {total}"));
 
     if exit_holding {
         let guard = counter.lock();

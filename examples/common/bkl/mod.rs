@@ -17,7 +17,6 @@
 pub mod client;
 pub mod server;
 
-use std::fmt;
 use std::io;
 use std::time::Duration;
 
@@ -33,33 +32,14 @@ pub const BKL: &str = "bkl";
 /// Passes over the page per copy, by default.
 pub const DEFAULT_COPY_PASSES: u32 = 128;
 
-/// Whether the copy runs under the big lock.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "snake_case")]
-pub enum Variant {
-    /// The copy under the lock (2.2.8).
-    BigLock,
-    /// The lock dropped around the copy (the patch).
-    Dropped,
-}
-
-impl Variant {
-    pub const ALL: [Variant; 2] = [Variant::BigLock, Variant::Dropped];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Variant::BigLock => "big_lock",
-            Variant::Dropped => "dropped",
-        }
-    }
-}
-
-impl fmt::Display for Variant {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Variant::BigLock => "copy under big lock",
-            Variant::Dropped => "lock dropped around copy",
-        })
+seed_enum! {
+    /// Whether the copy runs under the big lock.
+    #[derive(clap::ValueEnum)]
+    pub enum Variant {
+        /// The copy under the lock (2.2.8).
+        BigLock = ("big_lock", "copy under big lock"),
+        /// The lock dropped around the copy (the patch).
+        Dropped = ("dropped", "lock dropped around copy"),
     }
 }
 

@@ -29,7 +29,6 @@ mod callback;
 mod wait;
 
 use std::collections::VecDeque;
-use std::fmt;
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
@@ -49,33 +48,13 @@ pub const QUEUE: &str = "ep.wq";
 /// The wait queue's lock; in the locked variant it guards the ready list.
 pub const QUEUE_LOCK: &str = "ep.wq.lock";
 
-/// How the ready list and the wait queue are locked.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Variant {
-    /// Ready list under `ep.lock`; waking takes `ep.wq.lock` inside it.
-    NestedLocks,
-    /// Ready list stored in the wait queue; `*_locked` operations.
-    LockedOps,
-}
-
-impl Variant {
-    pub const ALL: [Variant; 2] = [Variant::NestedLocks, Variant::LockedOps];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Variant::NestedLocks => "nested_locks",
-            Variant::LockedOps => "locked_ops",
-        }
-    }
-}
-
-impl fmt::Display for Variant {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Variant::NestedLocks => "nested locks",
-            Variant::LockedOps => "locked ops",
-        })
+seed_enum! {
+    /// How the ready list and the wait queue are locked.
+    pub enum Variant {
+        /// Ready list under `ep.lock`; waking takes `ep.wq.lock` inside it.
+        NestedLocks = ("nested_locks", "nested locks"),
+        /// Ready list stored in the wait queue; `*_locked` operations.
+        LockedOps = ("locked_ops", "locked ops"),
     }
 }
 
