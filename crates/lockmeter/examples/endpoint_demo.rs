@@ -26,22 +26,13 @@ use tracing_subscriber::prelude::*;
 mod common;
 
 fn main() {
-    let mut numbers = Vec::new();
-    let mut exit_holding = false;
-    for arg in std::env::args().skip(1) {
-        match arg.as_str() {
-            "--exit-holding" => exit_holding = true,
-            n => match n.parse::<u64>() {
-                Ok(n) => numbers.push(n),
-                Err(_) => {
-                    eprintln!("usage: endpoint_demo [ACQUISITIONS] [THREADS] [--exit-holding]");
-                    std::process::exit(2);
-                }
-            },
-        }
-    }
-    let total = numbers.first().copied().unwrap_or(1000);
-    let threads = numbers.get(1).copied().unwrap_or(4).max(1);
+    let args = common::DemoArgs::parse(
+        "usage: endpoint_demo [ACQUISITIONS] [THREADS] [--exit-holding]",
+        &["--exit-holding"],
+    );
+    let total = args.number(0, 1000);
+    let threads = args.number(1, 4).max(1);
+    let exit_holding = args.has("--exit-holding");
 
     tracing_subscriber::registry()
         .with(lockmeter::Layer::new())

@@ -35,19 +35,13 @@ mod common;
 const HOLD: Duration = Duration::from_millis(24);
 
 fn main() {
-    let mut numbers = Vec::new();
-    for arg in std::env::args().skip(1) {
-        match arg.parse::<u64>() {
-            Ok(n) => numbers.push(n),
-            Err(_) => {
-                eprintln!("usage: prometheus_demo [ACQUISITIONS] [THREADS] [WAITS]");
-                std::process::exit(2);
-            }
-        }
-    }
-    let total = numbers.first().copied().unwrap_or(1000);
-    let threads = numbers.get(1).copied().unwrap_or(4).max(1);
-    let waits = numbers.get(2).copied().unwrap_or(5);
+    let args = common::DemoArgs::parse(
+        "usage: prometheus_demo [ACQUISITIONS] [THREADS] [WAITS]",
+        &[],
+    );
+    let total = args.number(0, 1000);
+    let threads = args.number(1, 4).max(1);
+    let waits = args.number(2, 5);
 
     let layer = lockmeter::Layer::new();
     let handle = layer.handle();

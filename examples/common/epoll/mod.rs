@@ -39,7 +39,7 @@ use lockmeter_model::{LockKind, Snapshot};
 use serde::{Deserialize, Serialize};
 
 use crate::report::{fixed, Outcome, TextTable};
-use crate::{affinity, meter};
+use crate::{affinity, meter, repeats};
 
 /// The ready list's own lock (nested variant).
 pub const READY_LOCK: &str = "ep.lock";
@@ -55,6 +55,16 @@ seed_enum! {
         NestedLocks = ("nested_locks", "nested locks"),
         /// Ready list stored in the wait queue; `*_locked` operations.
         LockedOps = ("locked_ops", "locked ops"),
+    }
+}
+
+impl Variant {
+    /// The seed's own throughput (dual Athlon), in hits per second.
+    pub fn seed_hits_per_sec(self) -> f64 {
+        match self {
+            Variant::NestedLocks => 14350.0,
+            Variant::LockedOps => 15300.0,
+        }
     }
 }
 
@@ -175,27 +185,18 @@ impl Ep {
 
 /// Runs every variant `repeats` times, alternating.
 pub fn run(cfg: &Config, handle: &Handle) -> io::Result<Outcome<Results>> {
-    let mut per_variant: Vec<(Variant, Vec<f64>, Option<Snapshot>)> = cfg
-        .variants
-        .iter()
-        .map(|&v| (v, Vec::new(), None))
-        .collect();
-    for rep in 0..cfg.repeats.max(1) {
-        for (variant, rates, snap) in per_variant.iter_mut() {
-            eprintln!(
-                "epoll_wakeups: {variant}, {} events, run {}/{}",
-                cfg.events,
-                rep + 1,
-                cfg.repeats.max(1)
-            );
-            let (rate, s) = run_one(*variant, cfg, handle)?;
-            rates.push(rate);
-            *snap = Some(s);
-        }
-    }
+    let done = repeats::alternating(
+        "epoll_wakeups",
+        &format!("{} events", cfg.events),
+        &cfg.variants,
+        cfg.repeats,
+        |variant| run_one(variant, cfg, handle),
+    )?;
     let mut out = Outcome::new(Results::default());
-    for (variant, rates, snap) in per_variant {
-        let Some(snap) = snap else { continue };
+    for (variant, runs) in done {
+        // The rates of every run; the snapshot of the last.
+        let (rates, mut snaps): (Vec<f64>, Vec<Snapshot>) = runs.into_iter().unzip();
+        let Some(snap) = snaps.pop() else { continue };
         out.results.rows.push(row(variant, cfg, rates, &snap));
         out.keep_run(variant.name(), format!("{variant}"), snap, "ep.");
     }
@@ -404,10 +405,9 @@ pub fn render(results: &Results) -> String {
             r.queue_lock_acquisitions.to_string(),
             r.sleeps.to_string(),
             match r.variant {
-                Variant::NestedLocks => "14350",
-                Variant::LockedOps => "15300 (+6.5%)",
-            }
-            .to_string(),
+                Variant::NestedLocks => r.variant.seed_hits_per_sec().to_string(),
+                Variant::LockedOps => format!("{} (+6.5%)", r.variant.seed_hits_per_sec()),
+            },
         ]);
     }
     let (events, workers) = results

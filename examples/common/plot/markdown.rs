@@ -112,13 +112,7 @@ pub fn pipe(report: &Report<pipe::Results>) -> String {
         &report.results.rows,
         &[
             ("guard", |r| r.variant.to_string()),
-            ("original s", |r| {
-                match r.variant {
-                    pipe::Variant::Semaphore => "5.7",
-                    pipe::Variant::Spinlock => "1.9",
-                }
-                .into()
-            }),
+            ("original s", |r| r.variant.seed_seconds().to_string()),
             ("ours s", |r| fixed(r.seconds, 3)),
             ("guard CON", |r| pct(r.guard_con_pct, 2)),
             ("guard sleeps", |r| r.guard_sleeps.to_string()),
@@ -136,11 +130,7 @@ pub fn epoll(report: &Report<epoll::Results>) -> String {
         &[
             ("variant", |r| r.variant.to_string()),
             ("original hits/s", |r| {
-                match r.variant {
-                    epoll::Variant::NestedLocks => "14350",
-                    epoll::Variant::LockedOps => "15300",
-                }
-                .into()
+                r.variant.seed_hits_per_sec().to_string()
             }),
             ("ours median", |r| fixed(r.hits_per_sec, 0)),
             ("ours best", |r| fixed(r.best_hits_per_sec, 0)),
