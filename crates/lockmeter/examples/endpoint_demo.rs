@@ -26,13 +26,12 @@ use tracing_subscriber::prelude::*;
 mod common;
 
 fn main() {
-    let args = common::DemoArgs::parse(
+    let (args, [exit_holding]) = common::DemoArgs::parse(
         "usage: endpoint_demo [ACQUISITIONS] [THREADS] [--exit-holding]",
-        &["--exit-holding"],
+        ["--exit-holding"],
     );
     let total = args.number(0, 1000);
     let threads = args.number(1, 4).max(1);
-    let exit_holding = args.has("--exit-holding");
 
     tracing_subscriber::registry()
         .with(lockmeter::Layer::new())

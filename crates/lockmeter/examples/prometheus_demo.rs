@@ -35,9 +35,9 @@ mod common;
 const HOLD: Duration = Duration::from_millis(24);
 
 fn main() {
-    let args = common::DemoArgs::parse(
+    let (args, []) = common::DemoArgs::parse(
         "usage: prometheus_demo [ACQUISITIONS] [THREADS] [WAITS]",
-        &[],
+        [],
     );
     let total = args.number(0, 1000);
     let threads = args.number(1, 4).max(1);

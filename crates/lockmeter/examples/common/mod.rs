@@ -5,41 +5,34 @@ use std::io::{Read, Write};
 use std::sync::Arc;
 use std::thread;
 
-/// A demo's command line: numbers in a fixed order, and a few flags.
+/// A demo's numbers, in the order its usage line gives them.
 pub struct DemoArgs {
     numbers: Vec<u64>,
-    flags: Vec<String>,
 }
 
 impl DemoArgs {
-    /// The program's arguments: each one of `flags` or a number. Anything
-    /// else prints `usage` and exits with status 2.
-    pub fn parse(usage: &str, flags: &[&str]) -> DemoArgs {
-        let mut args = DemoArgs {
-            numbers: Vec::new(),
-            flags: Vec::new(),
-        };
+    /// The program's arguments: numbers, and any of `flags` (returned as
+    /// whether each was given). Anything else prints `usage` and exits
+    /// with status 2.
+    pub fn parse<const N: usize>(usage: &str, flags: [&str; N]) -> (DemoArgs, [bool; N]) {
+        let mut numbers = Vec::new();
+        let mut given = [false; N];
         for arg in std::env::args().skip(1) {
-            if flags.contains(&arg.as_str()) {
-                args.flags.push(arg);
+            if let Some(i) = flags.iter().position(|f| *f == arg) {
+                given[i] = true;
             } else if let Ok(n) = arg.parse::<u64>() {
-                args.numbers.push(n);
+                numbers.push(n);
             } else {
                 eprintln!("{usage}");
                 std::process::exit(2);
             }
         }
-        args
+        (DemoArgs { numbers }, given)
     }
 
     /// The `i`-th number given, or `default`.
     pub fn number(&self, i: usize, default: u64) -> u64 {
         self.numbers.get(i).copied().unwrap_or(default)
-    }
-
-    /// Whether `flag` was given.
-    pub fn has(&self, flag: &str) -> bool {
-        self.flags.iter().any(|f| f == flag)
     }
 }
 
