@@ -29,7 +29,7 @@ use lockmeter::{Handle, WaitQueue, WaitQueueGuard, WakeOrder};
 use lockmeter_model::Snapshot;
 use serde::{Deserialize, Serialize};
 
-use crate::report::{fixed, Outcome, TextTable};
+use crate::report::{distinct, fixed, lock_totals, Outcome, TextTable};
 use crate::{meter, wait};
 
 /// The wait queue the servers sleep on.
@@ -247,10 +247,7 @@ pub fn run_one(
     stop(&listener);
     meter::join_all(servers)?;
 
-    let q = snap
-        .lock(QUEUE)
-        .map(|l| l.total.clone())
-        .unwrap_or_default();
+    let q = lock_totals(&snap, QUEUE);
     let per_conn = |v: u64| v as f64 / connections.max(1) as f64;
     let row = Row {
         variant,
@@ -277,9 +274,7 @@ fn stop(listener: &Listener) {
 /// servers, seconds per 10,000 connections per variant (from the time per
 /// connection), then spurious wakeups per connection.
 pub fn render(results: &Results) -> String {
-    let mut sleepers: Vec<usize> = results.rows.iter().map(|r| r.sleepers).collect();
-    sleepers.sort_unstable();
-    sleepers.dedup();
+    let sleepers = distinct(results.rows.iter().map(|r| r.sleepers));
     let mut t = TextTable::new(
         &[
             "Servers",

@@ -21,7 +21,7 @@ use lockmeter::{Handle, SpinLock, WaitQueue};
 use lockmeter_model::Snapshot;
 use serde::{Deserialize, Serialize};
 
-use crate::report::{fixed, Outcome, TextTable};
+use crate::report::{fixed, lock_totals, Outcome, TextTable};
 use crate::{affinity, meter, wait};
 
 /// The sockets' wait queue.
@@ -262,10 +262,7 @@ pub fn run_one(
     let snap = handle.snapshot();
 
     rtt.sort_unstable();
-    let q = snap
-        .lock(QUEUE)
-        .map(|l| l.total.clone())
-        .unwrap_or_default();
+    let q = lock_totals(&snap, QUEUE);
     let per_rt = |v: u64| v as f64 / rounds.max(1) as f64;
     let row = Row {
         placement,

@@ -24,7 +24,7 @@ use lockmeter::Handle;
 use lockmeter_model::Snapshot;
 use serde::{Deserialize, Serialize};
 
-use crate::report::{fixed, Outcome, TextTable};
+use crate::report::{distinct, fixed, Outcome, TextTable};
 use server::{Server, ServerConfig};
 
 /// The big lock.
@@ -216,9 +216,7 @@ pub fn serve_for(
 /// The results in the shape of the seed's: requests/s per pool size,
 /// before and after.
 pub fn render(results: &Results) -> String {
-    let mut pools: Vec<usize> = results.rows.iter().map(|r| r.workers).collect();
-    pools.sort_unstable();
-    pools.dedup();
+    let pools = distinct(results.rows.iter().map(|r| r.workers));
     let mut t = TextTable::new(
         &[
             "Workers",

@@ -38,7 +38,7 @@ use lockmeter::{Handle, SpinLock, WaitQueue, WakeOrder};
 use lockmeter_model::{LockKind, Snapshot};
 use serde::{Deserialize, Serialize};
 
-use crate::report::{fixed, Outcome, TextTable};
+use crate::report::{fixed, lock_totals, Outcome, TextTable};
 use crate::{affinity, meter, repeats};
 
 /// The ready list's own lock (nested variant).
@@ -206,10 +206,7 @@ pub fn run(cfg: &Config, handle: &Handle) -> io::Result<Outcome<Results>> {
 fn row(variant: Variant, cfg: &Config, rates: Vec<f64>, snap: &Snapshot) -> Row {
     let acq = |id: &str| snap.lock(id).map_or(0, |l| l.total.acquisitions);
     let lock_acquisitions = lock_acquisitions(snap);
-    let q = snap
-        .lock(QUEUE)
-        .map(|l| l.total.clone())
-        .unwrap_or_default();
+    let q = lock_totals(snap, QUEUE);
     Row {
         variant,
         events: cfg.events,

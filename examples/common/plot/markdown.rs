@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use crate::report::{fixed, Report};
+use crate::report::{distinct, fixed, Report};
 use crate::{bkl, epoll, herd, keyed, pipe};
 
 use super::SEED_HERD_SMP;
@@ -48,9 +48,7 @@ fn each_run(xs: &[f64], digits: usize) -> String {
 /// Seconds per 10,000 connections, with the seed's SMP numbers.
 pub fn herd(report: &Report<herd::Results>) -> String {
     let r = &report.results;
-    let mut sleepers: Vec<usize> = r.rows.iter().map(|row| row.sleepers).collect();
-    sleepers.sort_unstable();
-    sleepers.dedup();
+    let sleepers = distinct(r.rows.iter().map(|row| row.sleepers));
     let mut rows = Vec::new();
     for n in sleepers {
         let seed = SEED_HERD_SMP.iter().find(|s| s.0 == n as f64);

@@ -9,7 +9,7 @@
 pub mod markdown;
 pub mod svg;
 
-use crate::report::Report;
+use crate::report::{distinct, Report};
 use crate::{bkl, epoll, herd, keyed, pipe};
 use svg::{BarChart, LineChart, Series};
 
@@ -217,9 +217,7 @@ pub fn epoll(report: &Report<epoll::Results>) -> Vec<Figure> {
 /// Requests/s per pool size, before and after; and the seed's.
 pub fn bkl(report: &Report<bkl::Results>) -> Vec<Figure> {
     let r = &report.results;
-    let mut pools: Vec<usize> = r.rows.iter().map(|row| row.workers).collect();
-    pools.sort_unstable();
-    pools.dedup();
+    let pools = distinct(r.rows.iter().map(|row| row.workers));
     let series = bar_series(
         &bkl::Variant::ALL,
         &pools,
