@@ -196,7 +196,12 @@ fn find_entry(
     // check looks: a thread that once recorded under a scoped subscriber
     // otherwise came here on every later acquisition under the global one
     // (~60 instructions more each, found by the bench's scoped rows).
-    slots.swap(0, i);
+    // Only when it is not there already: `swap` copies the whole slot
+    // (~300 bytes, three `memcpy`s) even onto itself, which a site that
+    // misses the recent-site cache paid on every acquisition.
+    if i != 0 {
+        slots.swap(0, i);
+    }
     let slot = &mut slots[0];
     match slot.index.get(&raw) {
         Some(e) => Some(e),
