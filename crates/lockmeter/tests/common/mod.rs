@@ -95,6 +95,22 @@ pub fn lock<'a>(snap: &'a Snapshot, id: &str) -> &'a LockStats {
     })
 }
 
+/// Asserts that every call site of `lock` is in a file whose path
+/// contains `path` (e.g. a lock taken only inside the library).
+pub fn assert_sites_within(lock: &LockStats, path: &str) {
+    let outside: Vec<&str> = lock
+        .sites
+        .iter()
+        .map(|s| s.site.as_str())
+        .filter(|site| !site.contains(path))
+        .collect();
+    assert!(
+        outside.is_empty(),
+        "{} has sites outside {path}: {outside:?}",
+        lock.id
+    );
+}
+
 pub fn arc<T>(v: T) -> Arc<T> {
     Arc::new(v)
 }
