@@ -21,6 +21,17 @@ pub fn observe_with<R>(builder: lockmeter::LayerBuilder, f: impl FnOnce() -> R) 
     (handle, out)
 }
 
+/// A fresh layer installed as the process's global default subscriber, as
+/// programs do it (`.init()`); its handle. Once per test binary: the
+/// global default can be set only once.
+pub fn install_global() -> Handle {
+    let layer = lockmeter::Layer::new();
+    let handle = layer.handle();
+    tracing::subscriber::set_global_default(tracing_subscriber::registry().with(layer))
+        .expect("no global subscriber yet in this test binary");
+    handle
+}
+
 /// Spawns a thread that runs `f` under the caller's current dispatcher.
 pub fn spawn_observed<R: Send + 'static>(
     f: impl FnOnce() -> R + Send + 'static,
