@@ -203,6 +203,27 @@ impl<'a> Reader<'a> {
         parsed
     }
 
+    /// `name` as off (`Some(None)`: `0`, `off`, `none`, `false`, `no`) or a
+    /// value `parse` takes; a value it refuses is reported with its reason.
+    #[cfg(unix)]
+    fn off_or<T>(
+        &mut self,
+        name: &str,
+        parse: impl FnOnce(&OsStr) -> Result<T, String>,
+    ) -> Option<Option<T>> {
+        let v = self.raw(name)?;
+        if is_off(&v) {
+            return Some(None);
+        }
+        match parse(&v) {
+            Ok(value) => Some(Some(value)),
+            Err(why) => {
+                self.bad(name, &v, &why);
+                None
+            }
+        }
+    }
+
     /// A whole number in `range`; `expected` says which.
     fn number(&mut self, name: &str, range: RangeInclusive<u64>, expected: &str) -> Option<u64> {
         self.parse(name, expected, |v| {
@@ -390,26 +411,11 @@ pub(crate) fn export_overrides(
     get: Lookup<'_>,
 ) -> (ExportConfig, Vec<String>) {
     let mut r = Reader::new(get);
-    if let Some(v) = r.raw("LOCKMETER_DUMP") {
-        config.dump = (!is_off(&v)).then(|| PathBuf::from(v));
+    if let Some(dump) = r.off_or("LOCKMETER_DUMP", |v| Ok(PathBuf::from(v))) {
+        config.dump = dump;
     }
-    if let Some(on) = r.flag("LOCKMETER_DUMP_SIGNAL") {
-        config.dump_signal = on;
-    }
-    if let Some(v) = r.raw("LOCKMETER_LISTEN") {
-        if is_off(&v) {
-            config.listen = None;
-        } else {
-            match v.to_str().map(str::parse::<ListenAddr>) {
-                Some(Ok(addr)) => config.listen = Some(addr),
-                Some(Err(e)) => r.bad("LOCKMETER_LISTEN", &v, &e.to_string()),
-                // A non-UTF-8 value can only be a path.
-                None => config.listen = Some(ListenAddr::Unix(PathBuf::from(v))),
-            }
-        }
-    }
-    if let Some(allow) = r.flag("LOCKMETER_LISTEN_ALLOW_REMOTE") {
-        config.allow_remote = allow;
+    if let Some(listen) = r.off_or("LOCKMETER_LISTEN", parse_listen) {
+        config.listen = listen;
     }
     if let Some(n) = r.number(
         "LOCKMETER_MAX_CLIENTS",
@@ -421,13 +427,24 @@ pub(crate) fn export_overrides(
     if let Some(timeout) = r.millis("LOCKMETER_CLIENT_TIMEOUT_MS") {
         config = config.client_timeout(timeout);
     }
-    if let Some(v) = r.raw("LOCKMETER_RECORD") {
-        config.record = (!is_off(&v)).then(|| RecordConfig::new(PathBuf::from(v)));
+    let record = |v: &OsStr| Ok(RecordConfig::new(PathBuf::from(v)));
+    if let Some(record) = r.off_or("LOCKMETER_RECORD", record) {
+        config.record = record;
     }
     apply_record_limits(&mut config, &mut r);
     apply_prometheus(&mut config, &mut r);
-    if let Some(quiet) = r.flag("LOCKMETER_QUIET") {
-        config.quiet = quiet;
+    for (name, switch) in [
+        ("LOCKMETER_DUMP_SIGNAL", &mut config.dump_signal),
+        ("LOCKMETER_LISTEN_ALLOW_REMOTE", &mut config.allow_remote),
+        (
+            "LOCKMETER_PROMETHEUS_ALLOW_REMOTE",
+            &mut config.prometheus_allow_remote,
+        ),
+        ("LOCKMETER_QUIET", &mut config.quiet),
+    ] {
+        if let Some(on) = r.flag(name) {
+            *switch = on;
+        }
     }
     (config, r.warnings)
 }
@@ -474,22 +491,13 @@ fn apply_record_limits(config: &mut ExportConfig, r: &mut Reader<'_>) {
 /// The `LOCKMETER_PROMETHEUS*` settings.
 #[cfg(unix)]
 fn apply_prometheus(config: &mut ExportConfig, r: &mut Reader<'_>) {
-    if let Some(v) = r.raw("LOCKMETER_PROMETHEUS") {
-        if is_off(&v) {
-            config.prometheus = None;
-        } else {
-            match v.to_str().and_then(parse_socket_addr) {
-                Some(addr) => config.prometheus = Some(addr),
-                None => r.bad(
-                    "LOCKMETER_PROMETHEUS",
-                    &v,
-                    "expected an address such as 127.0.0.1:9464",
-                ),
-            }
-        }
-    }
-    if let Some(allow) = r.flag("LOCKMETER_PROMETHEUS_ALLOW_REMOTE") {
-        config.prometheus_allow_remote = allow;
+    let addr = |v: &OsStr| {
+        v.to_str()
+            .and_then(parse_socket_addr)
+            .ok_or_else(|| "expected an address such as 127.0.0.1:9464".to_string())
+    };
+    if let Some(addr) = r.off_or("LOCKMETER_PROMETHEUS", addr) {
+        config.prometheus = addr;
     }
     if let Some(n) = r.number(
         "LOCKMETER_PROMETHEUS_TOP_SITES",
@@ -497,6 +505,17 @@ fn apply_prometheus(config: &mut ExportConfig, r: &mut Reader<'_>) {
         "expected a number from 1 to 10000",
     ) {
         config.prometheus_top_sites = n as usize;
+    }
+}
+
+/// A `LOCKMETER_LISTEN` address; a non-UTF-8 value can only be a path.
+#[cfg(unix)]
+fn parse_listen(v: &OsStr) -> Result<ListenAddr, String> {
+    match v.to_str() {
+        Some(s) => s
+            .parse()
+            .map_err(|e: lockmeter_wire::AddrError| e.to_string()),
+        None => Ok(ListenAddr::Unix(PathBuf::from(v))),
     }
 }
 
