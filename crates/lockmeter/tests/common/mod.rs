@@ -106,6 +106,15 @@ pub fn lock<'a>(snap: &'a Snapshot, id: &str) -> &'a LockStats {
     })
 }
 
+/// The line of the text table that starts the row of `class`, written as
+/// the table names it (`"app.db (mutex)"`); fails if there is none.
+pub fn table_row<'a>(table: &'a str, class: &str) -> &'a str {
+    table
+        .lines()
+        .find(|l| l.contains(class))
+        .unwrap_or_else(|| panic!("no row for {class}:\n{table}"))
+}
+
 /// Asserts that every call site of `lock` is in a file whose path
 /// contains `path` (e.g. a lock taken only inside the library).
 pub fn assert_sites_within(lock: &LockStats, path: &str) {
