@@ -725,20 +725,21 @@ mod tests {
 
     #[test]
     fn sizes() {
-        assert_eq!(parse_size("4096"), Some(4096));
-        assert_eq!(parse_size("512K"), Some(512 << 10));
-        assert_eq!(parse_size("64MiB"), Some(64 << 20));
-        assert_eq!(parse_size("1gb"), Some(1 << 30));
-        assert_eq!(parse_size("0"), Some(0));
-        for bad in [
-            "",
-            "M",
-            "-1",
-            "1.5M",
-            "99999999999999999999",
-            "17179869184G",
+        for (v, want) in [
+            ("4096", Some(4096)),
+            ("512K", Some(512 << 10)),
+            ("64MiB", Some(64 << 20)),
+            ("1gb", Some(1 << 30)),
+            ("0", Some(0)),
+            ("", None),
+            ("M", None),
+            ("-1", None),
+            ("1.5M", None),
+            // Too large for a u64, as a number and after the unit.
+            ("99999999999999999999", None),
+            ("17179869184G", None),
         ] {
-            assert_eq!(parse_size(bad), None, "{bad}");
+            assert_eq!(parse_size(v), want, "{v:?}");
         }
     }
 
