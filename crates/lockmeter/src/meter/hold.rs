@@ -1,6 +1,7 @@
 //! What a guard carries: whether and since when its hold is timed.
 
 use std::marker::PhantomData;
+use std::mem::MaybeUninit;
 use std::panic::Location;
 use std::sync::atomic::Ordering::Relaxed;
 
@@ -29,7 +30,7 @@ pub(crate) struct GuardNoSend(PhantomData<*mut ()>);
 /// each field in a register through the merge of the observed and
 /// unobserved paths, where an enum (64 bytes with the contended variant)
 /// was copied whole between stack slots on every acquisition, observed or
-/// not. Fields a state does not use are left zero.
+/// not. The timed part is left unwritten by the states that do not use it.
 ///
 /// `Copy` because it is plain data that owns nothing: the out-of-line
 /// release takes a copy by value, so that the guard's own copy never has
@@ -39,18 +40,28 @@ pub(crate) struct Hold {
     timing: Timing,
     /// Where `now` records this hold ([`now::UNTRACKED`]: nowhere).
     held: u32,
-    /// The entry a timed hold is recorded into (null unless timed).
+    /// Written only when `timing` is `Sampled` or `Contended`, and read
+    /// only then: an unobserved acquisition stores the tag and `held`
+    /// alone (all of it cost the unobserved Mutex five stores and the
+    /// upgrade ten per acquisition, by callgrind).
+    timed: MaybeUninit<Timed>,
+    _not_send: GuardNoSend,
+}
+
+/// The part of a [`Hold`] only a timed hold has.
+#[derive(Clone, Copy)]
+struct Timed {
+    /// The entry the hold is recorded into.
     entry: *const Entry,
-    /// The clock reading when a timed hold began.
+    /// The clock reading when the hold began.
     start: u64,
-    /// Contended only: how long the acquisition waited.
+    /// Contended only (zero otherwise): how long the acquisition waited.
     wait_ns: u64,
     /// Contended only: the site that held the lock when the wait began
     /// (null if unknown). The wait is recorded with the hold.
     behind: *mut Location<'static>,
     /// Contended only: the waiter stack captured after the wait, if one was.
     stack: PackedCaptured,
-    _not_send: GuardNoSend,
 }
 
 /// How a hold is timed.
@@ -85,12 +96,16 @@ impl Hold {
         Hold {
             timing,
             held: now::UNTRACKED,
-            entry: std::ptr::null(),
-            start: 0,
-            wait_ns: 0,
-            behind: std::ptr::null_mut(),
-            stack: PackedCaptured::NONE,
+            timed: MaybeUninit::uninit(),
             _not_send: GuardNoSend(PhantomData),
+        }
+    }
+
+    #[inline(always)]
+    fn timed_as(timing: Timing, timed: Timed) -> Hold {
+        Hold {
+            timed: MaybeUninit::new(timed),
+            ..Hold::with(timing)
         }
     }
 
@@ -141,11 +156,14 @@ impl Hold {
     #[inline(always)]
     pub(super) fn sampled(entry: &Entry, start: u64) -> Hold {
         entry.hold_started();
-        Hold {
+        let timed = Timed {
             entry,
             start,
-            ..Hold::with(Timing::Sampled)
-        }
+            wait_ns: 0,
+            behind: std::ptr::null_mut(),
+            stack: PackedCaptured::NONE,
+        };
+        Hold::timed_as(Timing::Sampled, timed)
     }
 
     /// The hold of a contended acquisition, beginning at `start`.
@@ -158,34 +176,38 @@ impl Hold {
         stack: Option<Captured>,
     ) -> Hold {
         entry.hold_started();
-        Hold {
+        let stack = PackedCaptured::pack(stack);
+        let timed = Timed {
             entry,
             start,
             wait_ns,
             behind,
-            stack: PackedCaptured::pack(stack),
-            ..Hold::with(Timing::Contended)
-        }
+            stack,
+        };
+        Hold::timed_as(Timing::Contended, timed)
     }
 
-    /// The entry a timed hold is recorded into.
+    /// The timed part and its entry, if the hold is timed.
     #[inline(always)]
-    fn timed(&self) -> Option<(&Entry, u64)> {
+    fn timed(&self) -> Option<(&Entry, &Timed)> {
         match self.timing {
             Timing::Untimed | Timing::Observed => None,
-            // SAFETY: a timed hold's entry is set, and an entry lives as
-            // long as its thread's slot, which outlives every guard of the
-            // thread (see `shard`).
-            Timing::Sampled | Timing::Contended => Some((unsafe { &*self.entry }, self.start)),
+            // SAFETY: a timed hold's part is written when it is made
+            // (`timed_as`); its entry lives as long as its thread's slot,
+            // which outlives every guard of the thread (see `shard`).
+            Timing::Sampled | Timing::Contended => unsafe {
+                let t = self.timed.assume_init_ref();
+                Some((&*t.entry, t))
+            },
         }
     }
 
     /// Ends a hold without timing it (a semaphore `down` without a permit).
     pub(crate) fn discard(self) {
         now::hold_ends(self.held);
-        let Some((e, _)) = self.timed() else { return };
+        let Some((e, t)) = self.timed() else { return };
         match self.timing {
-            Timing::Contended => e.end_contended_hold(None, self.wait_ns, self.behind),
+            Timing::Contended => e.end_contended_hold(None, t.wait_ns, t.behind),
             _ => e.end_sampled_hold_untimed(),
         }
     }
@@ -254,18 +276,18 @@ impl Hold {
         blame: Option<(&Meta, *mut Location<'static>, Mode)>,
         unlock: impl FnOnce(),
     ) {
-        let Some((e, start)) = self.timed() else {
+        let Some((e, t)) = self.timed() else {
             return unlock();
         };
         unlock();
-        let hold_ns = e.clock().delta_as_nanos(start, e.clock().raw());
+        let hold_ns = e.clock().delta_as_nanos(t.start, e.clock().raw());
         let wait_ns = match self.timing {
             Timing::Contended => {
-                e.end_contended_hold(Some(hold_ns), self.wait_ns, self.behind);
-                if let Some(c) = self.stack.unpack() {
+                e.end_contended_hold(Some(hold_ns), t.wait_ns, t.behind);
+                if let Some(c) = t.stack.unpack() {
                     stack_hooks::waiter_held(e, c, hold_ns);
                 }
-                self.wait_ns
+                t.wait_ns
             }
             _ => {
                 e.end_sampled_hold(hold_ns);

@@ -256,6 +256,7 @@ impl<'a, R: RawRwLockUpgrade, T: ?Sized> MeteredUpgradableReadGuard<'a, R, T> {
     /// Waits for the readers to leave and takes write access: a `write`
     /// acquisition at the caller's site; the upgradable hold then ends.
     #[track_caller]
+    #[inline]
     pub fn upgrade(s: Self) -> MeteredWriteGuard<'a, R, T> {
         let (lock, raw, hold) = into_parts!(s, lock);
         let (w, whold) = lock.upgrade_at(raw, Location::caller());

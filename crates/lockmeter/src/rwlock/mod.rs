@@ -33,6 +33,7 @@ pub use self::guards::{
 pub use self::recursive::{RawRwLockRecursive, RawRwLockRecursiveTimed};
 use crate::class::{Class, Mode};
 use crate::meter::{self, Hold, Meta};
+use crate::recorder;
 
 /// The timed forms of the acquisitions: a row per mode gives its
 /// `_for` / `_until` pair (see `timed_pair!`), which tries `$try` at once,
@@ -436,7 +437,26 @@ impl<R: RawRwLockUpgrade, T: ?Sized> MeteredRwLock<R, T> {
     }
 
     /// One metered upgrade of `up` at `site`: a `write` acquisition.
+    ///
+    /// Unobserved, the raw upgrade alone, inline: through the guard slot
+    /// the observed path needs, the unobserved upgrade cost 112
+    /// instructions per upgradable_read + upgrade against parking_lot's 22
+    /// (callgrind).
+    #[inline]
     pub(crate) fn upgrade_at(
+        &self,
+        up: R::UpgradableGuard,
+        site: &'static Location<'static>,
+    ) -> (R::ExclusiveGuard, Hold) {
+        if !recorder::observing() {
+            // SAFETY: `up` is this lock's upgradable guard, held.
+            return (unsafe { self.raw.upgrade(up) }, Hold::none());
+        }
+        self.upgrade_observed(up, site)
+    }
+
+    #[inline(never)]
+    fn upgrade_observed(
         &self,
         up: R::UpgradableGuard,
         site: &'static Location<'static>,
