@@ -162,8 +162,9 @@ fn ignored(name: &str, value: &OsStr, why: &str) -> String {
 }
 
 /// The variables as a lookup sees them, and one warning per value that was
-/// ignored: every parser below reads through one, so that a bad value is
-/// reported the same way whichever variable it is.
+/// ignored: the parsers below read through one, so that a bad value is
+/// reported the same way whichever variable it is. (`now_overrides` keeps
+/// its own lookup: it also takes a value of blanks for unset.)
 struct Reader<'a> {
     get: Lookup<'a>,
     warnings: Vec<String>,
