@@ -284,7 +284,7 @@ pub fn run_one(
         wakeups: q.wakeups,
         spurious_wakeups: q.spurious_wakeups,
         spurious_per_connection: per_conn(q.spurious_wakeups),
-        wake_latency_mean_ns: q.wake_latency_ns.mean,
+        wake_latency_mean_ns: q.wake_latency_ns.mean(),
     };
     Ok((row, snap))
 }

@@ -314,7 +314,7 @@ pub fn run_one(
         wakeups_per_round_trip: per_rt(q.wakeups),
         spurious_per_round_trip: per_rt(q.spurious_wakeups),
         spurious_wakeups: q.spurious_wakeups,
-        wake_latency_mean_ns: q.wake_latency_ns.mean,
+        wake_latency_mean_ns: q.wake_latency_ns.mean(),
     };
     Ok((row, snap))
 }

@@ -195,16 +195,16 @@ fn sleeping_lock_short_hold(kind: LockKind, s: &Stats, t: &Thresholds) -> Option
     let fires = matches!(kind, LockKind::Semaphore | LockKind::Mutex)
         && s.acquisitions >= t.min_events
         && s.hold_ns.count > 0
-        && s.hold_ns.mean < t.short_hold_ns
+        && s.hold_ns.mean() < t.short_hold_ns
         && s.con_pct() > t.sleeping_con_pct
-        && s.wait_ns.mean > s.hold_ns.mean;
+        && s.wait_ns.mean() > s.hold_ns.mean();
     fires.then(|| {
         format!(
             "held {} on average, but CON is {} and waiters wait {} on average; \
              waiting costs more than the critical section: use a spinlock or a shorter lock",
-            format_ns(s.hold_ns.mean),
+            format_ns(s.hold_ns.mean()),
             format_pct(s.con_pct()),
-            format_ns(s.wait_ns.mean),
+            format_ns(s.wait_ns.mean()),
         )
     })
 }
@@ -250,7 +250,7 @@ fn hot_critical_section<'a>(
         "held {} of the window (UTIL), {} of that at {at} (mean hold {}); shrink the critical section at {at}",
         format_pct(util),
         format_pct(share),
-        format_ns(site.stats.hold_ns.mean),
+        format_ns(site.stats.hold_ns.mean()),
     );
     Some((site, msg))
 }

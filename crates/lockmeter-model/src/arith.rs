@@ -11,61 +11,70 @@
 use std::collections::HashMap;
 use std::hash::Hash;
 
-use crate::{Holder, LockStats, SiteStats, Snapshot, Stats, Window};
+use crate::{Dist, Holder, LockStats, SiteStats, Snapshot, Stats, Window};
 
 impl Stats {
     /// Adds `other` into `self`. (CON and UTIL are methods, so nothing
     /// derived needs refreshing.)
     pub fn merge(&mut self, other: &Stats) {
-        self.acquisitions = self.acquisitions.saturating_add(other.acquisitions);
-        self.nowait = self.nowait.saturating_add(other.nowait);
-        self.contended = self.contended.saturating_add(other.contended);
-        self.rejected = self.rejected.saturating_add(other.rejected);
-        self.spins = self.spins.saturating_add(other.spins);
-        self.sleeps = self.sleeps.saturating_add(other.sleeps);
-        self.bounces = self.bounces.saturating_add(other.bounces);
-        self.hold_ns.merge(&other.hold_ns);
-        self.hold_timed = self.hold_timed.saturating_add(other.hold_timed);
-        self.wait_ns.merge(&other.wait_ns);
-        self.waits = self.waits.saturating_add(other.waits);
-        self.wake_calls = self.wake_calls.saturating_add(other.wake_calls);
-        self.wakeups = self.wakeups.saturating_add(other.wakeups);
-        self.empty_wake_calls = self.empty_wake_calls.saturating_add(other.empty_wake_calls);
-        self.spurious_wakeups = self.spurious_wakeups.saturating_add(other.spurious_wakeups);
-        self.exclusive_wakeups = self
-            .exclusive_wakeups
-            .saturating_add(other.exclusive_wakeups);
+        self.combine(other, u64::saturating_add, Dist::merge);
         self.max_waiters = self.max_waiters.max(other.max_waiters);
-        self.wake_latency_ns.merge(&other.wake_latency_ns);
     }
-}
 
-impl Stats {
     /// Subtracts an earlier cumulative value of the same counters.
+    /// `max_waiters`, a high-water mark, keeps the later value.
     pub fn subtract(&mut self, earlier: &Stats) {
-        self.acquisitions = self.acquisitions.saturating_sub(earlier.acquisitions);
-        self.nowait = self.nowait.saturating_sub(earlier.nowait);
-        self.contended = self.contended.saturating_sub(earlier.contended);
-        self.rejected = self.rejected.saturating_sub(earlier.rejected);
-        self.spins = self.spins.saturating_sub(earlier.spins);
-        self.sleeps = self.sleeps.saturating_sub(earlier.sleeps);
-        self.bounces = self.bounces.saturating_sub(earlier.bounces);
-        self.hold_ns.subtract(&earlier.hold_ns);
-        self.hold_timed = self.hold_timed.saturating_sub(earlier.hold_timed);
-        self.wait_ns.subtract(&earlier.wait_ns);
-        self.waits = self.waits.saturating_sub(earlier.waits);
-        self.wake_calls = self.wake_calls.saturating_sub(earlier.wake_calls);
-        self.wakeups = self.wakeups.saturating_sub(earlier.wakeups);
-        self.empty_wake_calls = self
-            .empty_wake_calls
-            .saturating_sub(earlier.empty_wake_calls);
-        self.spurious_wakeups = self
-            .spurious_wakeups
-            .saturating_sub(earlier.spurious_wakeups);
-        self.exclusive_wakeups = self
-            .exclusive_wakeups
-            .saturating_sub(earlier.exclusive_wakeups);
-        self.wake_latency_ns.subtract(&earlier.wake_latency_ns);
+        self.combine(earlier, u64::saturating_sub, Dist::subtract);
+    }
+
+    /// Applies `count` to every event counter and `dist` to every
+    /// distribution, each with the same field of `other`. The one list of
+    /// what adds and subtracts; the destructuring is exhaustive, so a new
+    /// field of [`Stats`] must be placed here. `max_waiters` is the
+    /// caller's.
+    fn combine(&mut self, other: &Stats, count: fn(u64, u64) -> u64, dist: fn(&mut Dist, &Dist)) {
+        let Stats {
+            acquisitions,
+            nowait,
+            contended,
+            rejected,
+            spins,
+            sleeps,
+            bounces,
+            hold_ns,
+            hold_timed,
+            wait_ns,
+            waits,
+            wake_calls,
+            wakeups,
+            empty_wake_calls,
+            spurious_wakeups,
+            exclusive_wakeups,
+            max_waiters: _,
+            wake_latency_ns,
+        } = self;
+        let counters = [
+            (acquisitions, other.acquisitions),
+            (nowait, other.nowait),
+            (contended, other.contended),
+            (rejected, other.rejected),
+            (spins, other.spins),
+            (sleeps, other.sleeps),
+            (bounces, other.bounces),
+            (hold_timed, other.hold_timed),
+            (waits, other.waits),
+            (wake_calls, other.wake_calls),
+            (wakeups, other.wakeups),
+            (empty_wake_calls, other.empty_wake_calls),
+            (spurious_wakeups, other.spurious_wakeups),
+            (exclusive_wakeups, other.exclusive_wakeups),
+        ];
+        for (mine, theirs) in counters {
+            *mine = count(*mine, theirs);
+        }
+        dist(hold_ns, &other.hold_ns);
+        dist(wait_ns, &other.wait_ns);
+        dist(wake_latency_ns, &other.wake_latency_ns);
     }
 }
 

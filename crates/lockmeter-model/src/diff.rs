@@ -176,8 +176,8 @@ impl StatsDiff {
         self.changes.get(m as usize).unwrap_or(&NO_CHANGE)
     }
 
-    /// Compares `before` (over `b_ns`) with `after` (over `a_ns`).
-    fn new(before: Option<&Stats>, b_ns: u64, after: Option<&Stats>, a_ns: u64) -> StatsDiff {
+    /// Compares `before` with `after`, over the windows `(b_ns, a_ns)`.
+    fn new((before, after): Pair<'_, Stats>, (b_ns, a_ns): (u64, u64)) -> StatsDiff {
         let changes = Metric::ALL
             .iter()
             .map(|&m| match m.def().diffable {
@@ -242,16 +242,11 @@ pub fn diff(before: &Snapshot, after: &Snapshot) -> SnapshotDiff {
 
 /// [`diff`] with the advisories computed under `t`.
 pub fn diff_with_thresholds(before: &Snapshot, after: &Snapshot, t: &Thresholds) -> SnapshotDiff {
-    let (b_ns, a_ns) = (before.window.elapsed_ns, after.window.elapsed_ns);
-    let mut used = vec![false; before.locks.len()];
-    let mut locks = Vec::with_capacity(after.locks.len());
-    for a in &after.locks {
-        let b = take_match(&before.locks, &mut used, |b| b.id == a.id);
-        locks.push(lock_diff(b, b_ns, Some(a), a_ns));
-    }
-    for (b, _) in before.locks.iter().zip(&used).filter(|(_, u)| !**u) {
-        locks.push(lock_diff(Some(b), b_ns, None, a_ns));
-    }
+    let windows = (before.window.elapsed_ns, after.window.elapsed_ns);
+    let locks = pair_up(&before.locks, &after.locks, |b, a| b.id == a.id)
+        .into_iter()
+        .map(|pair| lock_diff(pair, windows))
+        .collect();
     SnapshotDiff {
         before: side_info(before),
         after: side_info(after),
@@ -260,18 +255,32 @@ pub fn diff_with_thresholds(before: &Snapshot, after: &Snapshot, t: &Thresholds)
     }
 }
 
-/// The first unused item matching `pred`, marked used.
-fn take_match<'a, T>(
-    items: &'a [T],
-    used: &mut [bool],
-    pred: impl Fn(&T) -> bool,
-) -> Option<&'a T> {
-    let i = items
-        .iter()
-        .zip(used.iter())
-        .position(|(x, u)| !*u && pred(x))?;
-    used[i] = true;
-    items.get(i)
+/// A row on both sides; one of them may be missing.
+type Pair<'a, T> = (Option<&'a T>, Option<&'a T>);
+
+/// Matches the rows of two sides: each row of `after` with the first
+/// unused row of `before` that is the `same` (`same(before, after)`), in
+/// `after`'s order, then the rows only `before` has, in its order.
+fn pair_up<'a, T>(
+    before: &'a [T],
+    after: &'a [T],
+    same: impl Fn(&T, &T) -> bool,
+) -> Vec<Pair<'a, T>> {
+    let mut used = vec![false; before.len()];
+    let mut pairs = Vec::with_capacity(after.len());
+    for a in after {
+        let i = before
+            .iter()
+            .zip(&used)
+            .position(|(b, u)| !*u && same(b, a));
+        if let Some(i) = i {
+            used[i] = true;
+        }
+        pairs.push((i.and_then(|i| before.get(i)), Some(a)));
+    }
+    let gone = before.iter().zip(&used).filter(|(_, u)| !**u);
+    pairs.extend(gone.map(|(b, _)| (Some(b), None)));
+    pairs
 }
 
 fn side_info(s: &Snapshot) -> SideInfo {
@@ -292,7 +301,7 @@ fn side_info(s: &Snapshot) -> SideInfo {
     }
 }
 
-fn presence<T>(before: Option<T>, after: Option<T>) -> Presence {
+fn presence<T>((before, after): Pair<'_, T>) -> Presence {
     match (before, after) {
         (Some(_), None) => Presence::Removed,
         (None, Some(_)) => Presence::Added,
@@ -300,26 +309,13 @@ fn presence<T>(before: Option<T>, after: Option<T>) -> Presence {
     }
 }
 
-fn lock_diff(
-    before: Option<&LockStats>,
-    b_ns: u64,
-    after: Option<&LockStats>,
-    a_ns: u64,
-) -> LockDiff {
+fn lock_diff<'a>(pair @ (before, after): Pair<'a, LockStats>, windows: (u64, u64)) -> LockDiff {
     // One side is always present; `before` is the fallback for naming.
     let named = after.or(before);
-    let empty_sites: &[SiteStats] = &[];
-    let b_sites = before.map_or(empty_sites, |l| &l.sites);
-    let a_sites = after.map_or(empty_sites, |l| &l.sites);
-    let mut used = vec![false; b_sites.len()];
-    let mut sites = Vec::with_capacity(a_sites.len());
-    for a in a_sites {
-        let b = take_match(b_sites, &mut used, |b| b.site == a.site && b.mode == a.mode);
-        sites.push(site_diff(b, b_ns, Some(a), a_ns));
-    }
-    for (b, _) in b_sites.iter().zip(&used).filter(|(_, u)| !**u) {
-        sites.push(site_diff(Some(b), b_ns, None, a_ns));
-    }
+    let sites_of = |l: Option<&'a LockStats>| -> &'a [SiteStats] { l.map_or(&[], |l| &l.sites) };
+    let sites = pair_up(sites_of(before), sites_of(after), |b, a| {
+        b.site == a.site && b.mode == a.mode
+    });
     LockDiff {
         id: named.map(|l| l.id.clone()).unwrap_or_default(),
         name: named.map(|l| l.name().to_string()).unwrap_or_default(),
@@ -327,34 +323,19 @@ fn lock_diff(
         parent: after
             .and_then(|l| l.parent.clone())
             .or_else(|| before.and_then(|l| l.parent.clone())),
-        presence: presence(before, after),
-        total: StatsDiff::new(
-            before.map(|l| &l.total),
-            b_ns,
-            after.map(|l| &l.total),
-            a_ns,
-        ),
-        sites,
+        presence: presence(pair),
+        total: StatsDiff::new((before.map(|l| &l.total), after.map(|l| &l.total)), windows),
+        sites: sites.into_iter().map(|p| site_diff(p, windows)).collect(),
     }
 }
 
-fn site_diff(
-    before: Option<&SiteStats>,
-    b_ns: u64,
-    after: Option<&SiteStats>,
-    a_ns: u64,
-) -> SiteDiff {
+fn site_diff(pair @ (before, after): Pair<'_, SiteStats>, windows: (u64, u64)) -> SiteDiff {
     let named = after.or(before);
     SiteDiff {
         site: named.map(|s| s.site.clone()).unwrap_or_default(),
         mode: named.and_then(|s| s.mode.clone()),
-        presence: presence(before, after),
-        stats: StatsDiff::new(
-            before.map(|s| &s.stats),
-            b_ns,
-            after.map(|s| &s.stats),
-            a_ns,
-        ),
+        presence: presence(pair),
+        stats: StatsDiff::new((before.map(|s| &s.stats), after.map(|s| &s.stats)), windows),
     }
 }
 
@@ -362,25 +343,19 @@ fn site_diff(
 fn advice_changes(before: Vec<Advisory>, after: Vec<Advisory>) -> Vec<AdviceChange> {
     let same =
         |a: &Advisory, b: &Advisory| a.lock_id == b.lock_id && a.kind == b.kind && a.site == b.site;
-    let mut used = vec![false; before.len()];
-    let mut out = Vec::new();
-    for a in after {
-        let status = if take_match(&before, &mut used, |b| same(b, &a)).is_some() {
-            AdviceStatus::Remains
-        } else {
-            AdviceStatus::New
-        };
-        out.push(AdviceChange {
-            status,
-            advisory: a,
-        });
-    }
-    for (b, _) in before.into_iter().zip(used).filter(|(_, u)| !*u) {
-        out.push(AdviceChange {
-            status: AdviceStatus::Resolved,
-            advisory: b,
-        });
-    }
+    let mut out: Vec<AdviceChange> = pair_up(&before, &after, same)
+        .into_iter()
+        .filter_map(|pair| {
+            let (status, advisory) = match pair {
+                (Some(_), Some(a)) => (AdviceStatus::Remains, a),
+                (None, Some(a)) => (AdviceStatus::New, a),
+                (Some(b), None) => (AdviceStatus::Resolved, b),
+                (None, None) => return None,
+            };
+            let advisory = advisory.clone();
+            Some(AdviceChange { status, advisory })
+        })
+        .collect();
     out.sort_by(|x, y| {
         let (a, b) = (&x.advisory, &y.advisory);
         a.lock_id

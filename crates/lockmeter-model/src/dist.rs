@@ -7,7 +7,7 @@
 //! relative error is at most 1/8 (12.5%). Buckets add up across threads and
 //! snapshots, which is what makes per-thread recording mergeable.
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 /// Number of buckets a recorder keeps per distribution.
 pub const BUCKETS: usize = 160;
@@ -49,7 +49,13 @@ pub fn bucket_upper_bound(idx: usize) -> u64 {
 }
 
 /// A distribution of durations in nanoseconds, as it appears in a snapshot.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+///
+/// Only what is counted is stored; the mean and the percentiles are
+/// methods ([`Dist::mean`], [`Dist::p50`], ...), so no change to the counts
+/// can leave them stale. Format v1 writes them as fields all the same
+/// (`crate::v1`), and a reader ignores the stored values and recomputes
+/// them, as it does `con_pct`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(default)]
 pub struct Dist {
     /// Samples.
@@ -58,16 +64,8 @@ pub struct Dist {
     pub total: u64,
     /// Smallest sample, in ns.
     pub min: u64,
-    /// `total / count`, in ns.
-    pub mean: u64,
     /// Largest sample, in ns.
     pub max: u64,
-    /// Median, from the buckets, in ns.
-    pub p50: u64,
-    /// 90th percentile, from the buckets, in ns.
-    pub p90: u64,
-    /// 99th percentile, from the buckets, in ns.
-    pub p99: u64,
     /// `[upper_bound_ns, count]` for every non-empty bucket, ascending.
     pub buckets: Vec<(u64, u64)>,
 }
@@ -80,7 +78,7 @@ impl Dist {
     ///
     /// ```
     /// let d = lockmeter_model::Dist::of_samples(&[10, 30]);
-    /// assert_eq!((d.count, d.total, d.min, d.max, d.mean), (2, 40, 10, 30, 20));
+    /// assert_eq!((d.count, d.total, d.min, d.max, d.mean()), (2, 40, 10, 30, 20));
     /// ```
     pub fn of_samples(samples: &[u64]) -> Dist {
         let mut counts = vec![0u64; BUCKETS];
@@ -102,24 +100,33 @@ impl Dist {
             .filter(|(_, &c)| c > 0)
             .map(|(i, &c)| (bucket_upper_bound(i), c))
             .collect();
-        let mut dist = Dist {
+        Dist {
             count,
             total,
             min: if count == 0 { 0 } else { min },
             max,
             buckets,
-            ..Dist::default()
-        };
-        dist.refresh_derived();
-        dist
+        }
     }
 
-    /// Recomputes mean and percentiles from count, total, min, max and buckets.
-    pub fn refresh_derived(&mut self) {
-        self.mean = self.total.checked_div(self.count).unwrap_or(0);
-        self.p50 = self.percentile(0.50);
-        self.p90 = self.percentile(0.90);
-        self.p99 = self.percentile(0.99);
+    /// `total / count`, in ns (0 without samples); exact.
+    pub fn mean(&self) -> u64 {
+        self.total.checked_div(self.count).unwrap_or(0)
+    }
+
+    /// The median, from the buckets, in ns (see [`Dist::percentile`]).
+    pub fn p50(&self) -> u64 {
+        self.percentile(0.50)
+    }
+
+    /// The 90th percentile, from the buckets, in ns.
+    pub fn p90(&self) -> u64 {
+        self.percentile(0.90)
+    }
+
+    /// The 99th percentile, from the buckets, in ns.
+    pub fn p99(&self) -> u64 {
+        self.percentile(0.99)
     }
 
     /// The `q`-quantile (0.0..=1.0) estimated from the buckets: the middle
@@ -147,7 +154,7 @@ impl Dist {
     }
 
     /// Adds `other` into `self` (counts, totals and buckets add; min and max
-    /// take the extreme), then recomputes the derived fields.
+    /// take the extreme).
     pub fn merge(&mut self, other: &Dist) {
         if other.count == 0 && other.buckets.is_empty() {
             return;
@@ -193,7 +200,6 @@ impl Dist {
             }
         }
         self.buckets = merged;
-        self.refresh_derived();
     }
 }
 
@@ -232,16 +238,13 @@ impl Dist {
             buckets[i].1 += 1;
         }
         buckets.retain(|b| b.1 > 0);
-        let mut dist = Dist {
+        Dist {
             count: population,
             total: scale(self.total).min(u128::from(u64::MAX)) as u64,
             min: self.min,
             max: self.max,
             buckets,
-            ..Dist::default()
-        };
-        dist.refresh_derived();
-        dist
+        }
     }
 
     /// Subtracts an earlier cumulative value of the same distribution (see
@@ -282,7 +285,6 @@ impl Dist {
         self.count = count;
         self.total = self.total.saturating_sub(earlier.total);
         self.buckets = buckets;
-        self.refresh_derived();
     }
 }
 
@@ -360,9 +362,9 @@ mod tests {
         let scaled = sample.scaled_to(4 * 64 + 5);
         assert_eq!(scaled.count, 261);
         assert_eq!(scaled.buckets.iter().map(|b| b.1).sum::<u64>(), 261);
-        assert_eq!(scaled.mean, sample.mean);
+        assert_eq!(scaled.mean(), sample.mean());
         assert_eq!((scaled.min, scaled.max), (10, 1000));
-        assert_eq!(scaled.p50, sample.p50);
+        assert_eq!(scaled.p50(), sample.p50());
         // Three quarters of the scaled values sit where three quarters of
         // the sample did (196 of 261, rounding included).
         assert_eq!(scaled.buckets[0].1, 196);

@@ -150,19 +150,19 @@ metric_table! {
         value: |s, _| Some(s.con_pct()), diffable: true, screen: screen(0, "", "CON%", 0) }
     /// Mean hold time.
     HoldMean => { name: "hold_mean_ns", sort: Some("hold"), title: "HOLD MEAN", unit: Unit::Ns,
-        value: |s, _| Some(s.hold_ns.mean as f64), diffable: true, screen: held(2, "HOLD", "mean", 0) }
+        value: |s, _| Some(s.hold_ns.mean() as f64), diffable: true, screen: held(2, "HOLD", "mean", 0) }
     /// 99th percentile hold time.
     HoldP99 => { name: "hold_p99_ns", sort: Some("hold_p99"), title: "HOLD P99", unit: Unit::Ns,
-        value: |s, _| Some(s.hold_ns.p99 as f64), diffable: true, screen: held(3, "HOLD", "p99", 6) }
+        value: |s, _| Some(s.hold_ns.p99() as f64), diffable: true, screen: held(3, "HOLD", "p99", 6) }
     /// Longest hold.
     HoldMax => { name: "hold_max_ns", sort: Some("hold_max"), title: "HOLD MAX", unit: Unit::Ns,
         value: |s, _| Some(s.hold_ns.max as f64), diffable: true, screen: held(4, "HOLD", "max", 3) }
     /// Mean wait (wait queues: mean time asleep).
     WaitMean => { name: "wait_mean_ns", sort: Some("wait"), title: "WAIT MEAN", unit: Unit::Ns,
-        value: |s, _| Some(s.wait_ns.mean as f64), diffable: true, screen: screen(5, "WAIT", "mean", 0) }
+        value: |s, _| Some(s.wait_ns.mean() as f64), diffable: true, screen: screen(5, "WAIT", "mean", 0) }
     /// 99th percentile wait.
     WaitP99 => { name: "wait_p99_ns", sort: Some("wait_p99"), title: "WAIT P99", unit: Unit::Ns,
-        value: |s, _| Some(s.wait_ns.p99 as f64), diffable: true, screen: screen(6, "WAIT", "p99", 6) }
+        value: |s, _| Some(s.wait_ns.p99() as f64), diffable: true, screen: screen(6, "WAIT", "p99", 6) }
     /// Longest wait.
     WaitMax => { name: "wait_max_ns", sort: Some("wait_max"), title: "WAIT MAX", unit: Unit::Ns,
         value: |s, _| Some(s.wait_ns.max as f64), diffable: true, screen: screen(7, "WAIT", "max", 3) }
@@ -195,7 +195,7 @@ metric_table! {
         screen: wake(13, "spur", 2) }
     /// Wait queues: mean time from wake call to the waiter running.
     WakeLatencyMean => { name: "wake_latency_mean_ns", sort: Some("wake_latency"),
-        title: "WAKE LAT", unit: Unit::Ns, value: |s, _| Some(s.wake_latency_ns.mean as f64),
+        title: "WAKE LAT", unit: Unit::Ns, value: |s, _| Some(s.wake_latency_ns.mean() as f64),
         diffable: true, screen: wake(14, "lat", 2) }
 }
 

@@ -288,30 +288,16 @@ mod tests {
         assert_eq!(e.held_pct(10_000), Some(3.0));
         assert_eq!(e.held_pct(0), None);
         // Each kind its own costs; an unmeasured kind the first one's.
-        let s = SelfCost::estimate(
-            &costs(),
-            &lock(
-                LockKind::Spinlock,
-                Stats {
-                    acquisitions: 10,
-                    ..Stats::default()
-                },
-            ),
-            &Stacks::default(),
-        );
-        assert_eq!((s.inside_ns, s.outside_ns), (30, 15));
-        let r = SelfCost::estimate(
-            &costs(),
-            &lock(
-                LockKind::Rwlock,
-                Stats {
-                    acquisitions: 10,
-                    ..Stats::default()
-                },
-            ),
-            &Stacks::default(),
-        );
-        assert_eq!((r.inside_ns, r.outside_ns), (20, 10));
+        let ten_of = |kind| {
+            let total = Stats {
+                acquisitions: 10,
+                ..Stats::default()
+            };
+            let e = SelfCost::estimate(&costs(), &lock(kind, total), &Stacks::default());
+            (e.inside_ns, e.outside_ns)
+        };
+        assert_eq!(ten_of(LockKind::Spinlock), (30, 15));
+        assert_eq!(ten_of(LockKind::Rwlock), (20, 10));
     }
 
     #[test]

@@ -11,7 +11,9 @@ use crate::Dist;
 ///
 /// Serialized through a private mirror (module `v1`) that writes the
 /// derived fields (`con_pct`, `util_pct`, a class's `name`) that this type
-/// computes instead of storing.
+/// computes instead of storing, and leaves out empty extensions; this type,
+/// [`LockStats`] and [`SiteStats`] only deserialize, so their attributes
+/// say only how a field is read.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct Snapshot {
     /// Always `"lockmeter"`.
@@ -37,22 +39,22 @@ pub struct Snapshot {
     /// Sampled stacks of contended acquisitions (v1 extension; absent when
     /// stacks were off or in older dumps). Boxed: most snapshots that
     /// travel in messages have none, and it keeps `Snapshot` small.
-    #[serde(default, skip_serializing_if = "Stacks::is_empty")]
+    #[serde(default)]
     pub stacks: Box<Stacks>,
     /// *(extension)* What is held and waited on right now (see [`crate::now`]).
-    #[serde(default, skip_serializing_if = "Now::is_empty")]
+    #[serde(default)]
     pub now: Now,
     /// *(extension)* Deadlocks found since the layer was built.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(default)]
     pub deadlocks: Vec<Deadlock>,
     /// *(extension)* The order locks were nested in, and its inversions.
-    #[serde(default, skip_serializing_if = "LockOrder::is_empty")]
+    #[serde(default)]
     pub lock_order: LockOrder,
     /// *(extension)* What lockmeter itself cost, per lock class, and the
     /// overhead budget (see [`crate::selfcost`]). Absent in older dumps and
     /// in snapshots of a recorder that could not calibrate. Boxed, like
     /// `stacks`, to keep `Snapshot` small.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub self_cost: Option<Box<SelfCost>>,
 }
 
@@ -157,7 +159,7 @@ pub struct LockStats {
     #[serde(default)]
     pub instances: u64,
     /// For a lock inside another primitive (`pipe.sem.lock`), the outer id.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub parent: Option<String>,
     /// Stats summed over all sites.
     pub total: Stats,
@@ -174,13 +176,13 @@ pub struct SiteStats {
     /// `file:line:column` of the caller of `lock()`/`down()`/`wait_*()`.
     pub site: String,
     /// For rwlocks: `read` or `write`; absent for other kinds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub mode: Option<String>,
     /// In a table merged over several processes ([`Snapshot::merge`] of
     /// snapshots [`Snapshot::with_pids`]): the process these acquisitions
     /// were made in, a column of its own in every rendering. Absent in one
     /// process's snapshot.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub pid: Option<u32>,
     #[serde(flatten)]
     /// The site's numbers.

@@ -1,9 +1,10 @@
 //! The on-disk shape of format v1, where it differs from the types in
 //! memory: `con_pct` and `util_pct` are written from [`Stats::con_pct`]
-//! and [`Stats::util_pct`] (over the snapshot's window), and a class's
-//! `name` from [`LockStats::name`]. Reading ignores the two percentages
-//! (they are recomputed) and keeps a `name` only where it differs from the
-//! `id`, so old dumps load unchanged and the bytes written stay the same.
+//! and [`Stats::util_pct`] (over the snapshot's window), a [`Dist`]'s
+//! `mean`, `p50`, `p90` and `p99` from its methods, and a class's `name`
+//! from [`LockStats::name`]. Reading ignores the derived values (they are
+//! recomputed) and keeps a `name` only where it differs from the `id`, so
+//! old dumps load unchanged and the bytes written stay the same.
 
 use serde::ser::{Serialize, SerializeStruct, Serializer};
 use serde::{Deserialize, Deserializer};
@@ -12,7 +13,7 @@ use crate::now::{Deadlock, LockOrder, Now};
 use crate::selfcost::{Budget, OpCosts, SelfCost};
 use crate::stacks::Stacks;
 use crate::{
-    Holder, LockKind, LockStats, ProcessInfo, Sampling, SiteStats, Snapshot, Stats, Window,
+    Dist, Holder, LockKind, LockStats, ProcessInfo, Sampling, SiteStats, Snapshot, Stats, Window,
 };
 
 /// The top level, in the field order of the format. Every field of
@@ -114,34 +115,28 @@ struct StatsOut<'a> {
     elapsed_ns: u64,
 }
 
+/// Writes fields of `$s` into the struct serializer `$st`, each under its
+/// own name, so a name and its value cannot disagree.
+macro_rules! fields {
+    ($st:ident, $s:ident: $($f:ident),* $(,)?) => {
+        $( $st.serialize_field(stringify!($f), &$s.$f)?; )*
+    };
+}
+
 impl Serialize for StatsOut<'_> {
     fn serialize<S: Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
         let s = self.stats;
         let mut st = ser.serialize_struct("Stats", 20)?;
-        st.serialize_field("acquisitions", &s.acquisitions)?;
-        st.serialize_field("nowait", &s.nowait)?;
-        st.serialize_field("contended", &s.contended)?;
-        st.serialize_field("rejected", &s.rejected)?;
-        st.serialize_field("spins", &s.spins)?;
-        st.serialize_field("sleeps", &s.sleeps)?;
-        st.serialize_field("bounces", &s.bounces)?;
+        fields!(st, s: acquisitions, nowait, contended, rejected, spins, sleeps, bounces);
         st.serialize_field("con_pct", &s.con_pct())?;
         st.serialize_field("util_pct", &s.util_pct(self.elapsed_ns))?;
-        st.serialize_field("hold_ns", &s.hold_ns)?;
-        st.serialize_field("hold_timed", &s.hold_timed)?;
-        st.serialize_field("wait_ns", &s.wait_ns)?;
-        st.serialize_field("waits", &s.waits)?;
-        st.serialize_field("wake_calls", &s.wake_calls)?;
-        st.serialize_field("wakeups", &s.wakeups)?;
+        fields!(st, s: hold_ns, hold_timed, wait_ns, waits, wake_calls, wakeups);
         if s.empty_wake_calls == 0 {
             st.skip_field("empty_wake_calls")?;
         } else {
-            st.serialize_field("empty_wake_calls", &s.empty_wake_calls)?;
+            fields!(st, s: empty_wake_calls);
         }
-        st.serialize_field("spurious_wakeups", &s.spurious_wakeups)?;
-        st.serialize_field("exclusive_wakeups", &s.exclusive_wakeups)?;
-        st.serialize_field("max_waiters", &s.max_waiters)?;
-        st.serialize_field("wake_latency_ns", &s.wake_latency_ns)?;
+        fields!(st, s: spurious_wakeups, exclusive_wakeups, max_waiters, wake_latency_ns);
         st.end()
     }
 }
@@ -201,6 +196,38 @@ impl Serialize for Snapshot {
     }
 }
 
+/// A [`Dist`] as written: the derived values between the counted ones, in
+/// the field order of the format.
+#[derive(serde::Serialize)]
+struct DistOut<'a> {
+    count: u64,
+    total: u64,
+    min: u64,
+    mean: u64,
+    max: u64,
+    p50: u64,
+    p90: u64,
+    p99: u64,
+    buckets: &'a [(u64, u64)],
+}
+
+impl Serialize for Dist {
+    fn serialize<S: Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        DistOut {
+            count: self.count,
+            total: self.total,
+            min: self.min,
+            mean: self.mean(),
+            max: self.max,
+            p50: self.p50(),
+            p90: self.p90(),
+            p99: self.p99(),
+            buckets: &self.buckets,
+        }
+        .serialize(ser)
+    }
+}
+
 /// Reads `locks`, keeping a class's `name` only where it is not its id.
 pub(crate) fn locks_in<'de, D: Deserializer<'de>>(de: D) -> Result<Vec<LockStats>, D::Error> {
     let mut locks = Vec::<LockStats>::deserialize(de)?;
@@ -234,6 +261,20 @@ mod tests {
         assert_eq!(v["locks"][0]["name"], "a");
         assert_eq!(v["locks"][0]["total"]["con_pct"], 25.0);
         assert_eq!(v["locks"][1]["name"], "shown");
+    }
+
+    /// A dist's stored mean and percentiles are not trusted: they are
+    /// recomputed from the counts and buckets, and written in their place.
+    #[test]
+    fn a_dists_stored_mean_and_percentiles_are_recomputed() {
+        let text = r#"{"count":4,"total":40,"min":7,"mean":999,"max":13,
+            "p50":1,"p90":2,"p99":3,"buckets":[[7,1],[9,2],[13,1]]}"#;
+        let d: crate::Dist = serde_json::from_str(text).unwrap();
+        assert_eq!((d.mean(), d.p50(), d.p90(), d.p99()), (10, 8, 12, 12));
+        assert_eq!(
+            serde_json::to_string(&d).unwrap(),
+            r#"{"count":4,"total":40,"min":7,"mean":10,"max":13,"p50":8,"p90":12,"p99":12,"buckets":[[7,1],[9,2],[13,1]]}"#
+        );
     }
 
     /// A field added to `Snapshot` but not to the mirror would be silently

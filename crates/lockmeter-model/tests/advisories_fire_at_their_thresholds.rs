@@ -1,14 +1,13 @@
 //! Each advisory fires just above its threshold and stays quiet just
 //! below it, with the default thresholds and with changed ones.
 
-use lockmeter_model::advice::{advise, advise_lock, AdvisoryKind, Thresholds};
+use lockmeter_model::advice::{advise, advise_lock, Advisory, AdvisoryKind, Thresholds};
 use lockmeter_model::{Dist, LockKind, LockStats, ProcessInfo, SiteStats, Snapshot, Stats};
 
 fn mean_dist(count: u64, mean: u64) -> Dist {
     Dist {
         count,
         total: count * mean,
-        mean,
         max: mean,
         ..Dist::default()
     }
@@ -38,6 +37,22 @@ fn kinds(l: &LockStats, t: &Thresholds) -> Vec<AdvisoryKind> {
         .collect()
 }
 
+/// The one advisory `l` raises under the default thresholds, which must
+/// be of `kind`.
+fn the_advisory(l: &LockStats, kind: AdvisoryKind) -> Advisory {
+    let got = advise_lock(l, WINDOW_NS, &Thresholds::default());
+    let kinds: Vec<AdvisoryKind> = got.iter().map(|a| a.kind).collect();
+    assert_eq!(kinds, [kind], "{got:?}");
+    got.into_iter().next().unwrap()
+}
+
+/// Asserts that an advisory's message says each of `phrases`.
+fn assert_says(msg: &str, phrases: &[&str]) {
+    for p in phrases {
+        assert!(msg.contains(p), "{p:?} is not in: {msg}");
+    }
+}
+
 // Rule 1: sleeping lock, short hold, high CON, wait > hold.
 
 /// A semaphore with 1000 acquisitions, mean hold `hold`, CON `con`, mean wait `wait`.
@@ -54,13 +69,10 @@ fn sleeping(kind: LockKind, hold: u64, con: f64, wait: u64) -> LockStats {
 
 #[test]
 fn sleeping_lock_short_hold_fires_above_its_limits() {
-    let t = Thresholds::default();
     for kind in [LockKind::Semaphore, LockKind::Mutex] {
         let l = sleeping(kind, 4_999, 20.1, 5_000);
-        assert_eq!(kinds(&l, &t), [AdvisoryKind::SleepingLockShortHold]);
-        let msg = &advise_lock(&l, WINDOW_NS, &t)[0].message;
-        assert!(msg.contains("5.0us") && msg.contains("20.1%"), "{msg}");
-        assert!(msg.contains("use a spinlock"), "{msg}");
+        let msg = the_advisory(&l, AdvisoryKind::SleepingLockShortHold).message;
+        assert_says(&msg, &["5.0us", "20.1%", "use a spinlock"]);
     }
 }
 
@@ -115,7 +127,6 @@ fn busy(util: f64, hot: u64) -> LockStats {
         hold_ns: Dist {
             count: 100,
             total: held as u64,
-            mean: 1_000,
             ..Dist::default()
         },
         ..Stats::default()
@@ -129,18 +140,14 @@ fn busy(util: f64, hot: u64) -> LockStats {
 
 #[test]
 fn hot_critical_section_fires_at_the_dominant_site() {
-    let t = Thresholds::default();
-    let got = advise_lock(&busy(50.1, 70), WINDOW_NS, &t);
-    assert_eq!(got.len(), 1, "{got:?}");
-    assert_eq!(got[0].kind, AdvisoryKind::HotCriticalSection);
-    assert_eq!(got[0].site.as_deref(), Some("hot.rs:9:9"));
-    let msg = &got[0].message;
-    assert!(
-        msg.contains("50.1%")
-            && msg.contains("70.0%")
-            && msg.contains("shrink the critical section at hot.rs:9:9"),
-        "{msg}"
-    );
+    let got = the_advisory(&busy(50.1, 70), AdvisoryKind::HotCriticalSection);
+    assert_eq!(got.site.as_deref(), Some("hot.rs:9:9"));
+    let phrases = [
+        "50.1%",
+        "70.0%",
+        "shrink the critical section at hot.rs:9:9",
+    ];
+    assert_says(&got.message, &phrases);
 }
 
 #[test]
@@ -181,15 +188,9 @@ fn waitqueue(wake_calls: u64, wakeups: u64, spurious: u64) -> LockStats {
 
 #[test]
 fn wake_all_herd_fires_above_its_limits_and_hides_rule_four() {
-    let t = Thresholds::default();
     // 2.01 wakeups per call, 50.1% spurious.
-    let l = waitqueue(1000, 2010, 1007);
-    assert_eq!(kinds(&l, &t), [AdvisoryKind::WakeAllHerd]);
-    let msg = &advise_lock(&l, WINDOW_NS, &t)[0].message;
-    assert!(
-        msg.contains("2.0 waiters") && msg.contains("50.1%") && msg.contains("wake-one"),
-        "{msg}"
-    );
+    let herd = the_advisory(&waitqueue(1000, 2010, 1007), AdvisoryKind::WakeAllHerd);
+    assert_says(&herd.message, &["2.0 waiters", "50.1%", "wake-one"]);
 }
 
 #[test]
@@ -211,14 +212,9 @@ fn wake_all_herd_stays_quiet_just_below() {
 
 #[test]
 fn unkeyed_spurious_wakeups_fires_above_its_limit() {
-    let t = Thresholds::default();
     let l = waitqueue(1000, 1000, 201);
-    assert_eq!(kinds(&l, &t), [AdvisoryKind::UnkeyedSpuriousWakeups]);
-    let msg = &advise_lock(&l, WINDOW_NS, &t)[0].message;
-    assert!(
-        msg.contains("20.1%") && msg.contains("keyed wakeups"),
-        "{msg}"
-    );
+    let msg = the_advisory(&l, AdvisoryKind::UnkeyedSpuriousWakeups).message;
+    assert_says(&msg, &["20.1%", "keyed wakeups"]);
 }
 
 #[test]
@@ -226,12 +222,9 @@ fn spurious_wakeups_inside_a_semaphore_blame_barging_not_keys() {
     let t = Thresholds::default();
     let mut l = waitqueue(1000, 1000, 350);
     l.parent = Some("pipe.sem".to_string());
-    assert_eq!(kinds(&l, &t), [AdvisoryKind::BargedSemaphoreWakeups]);
-    let msg = &advise_lock(&l, WINDOW_NS, &t)[0].message;
-    assert!(
-        msg.contains("35.0%") && msg.contains("barging") && !msg.contains("use keyed"),
-        "{msg}"
-    );
+    let msg = the_advisory(&l, AdvisoryKind::BargedSemaphoreWakeups).message;
+    assert_says(&msg, &["35.0%", "barging"]);
+    assert!(!msg.contains("use keyed"), "{msg}");
     // Below the limit it stays quiet, as rule 4 does.
     let mut quiet = waitqueue(1000, 1000, 200);
     quiet.parent = Some("pipe.sem".to_string());

@@ -3,42 +3,33 @@
 
 mod common;
 
-use lockmeter_model::diff::{diff, AdviceStatus, Presence};
+use lockmeter_model::diff::{diff, AdviceStatus, Presence, SnapshotDiff};
 use lockmeter_model::metric::Metric;
 use lockmeter_model::render::{diff_csv, diff_text};
 use lockmeter_model::render::{SortKey, TableOptions};
 
-#[test]
-fn diff_text_default() {
-    let d = diff(&common::before(), &common::after());
-    insta::assert_snapshot!(diff_text(&d, &TableOptions::default()));
+/// The fixture program before its fixes compared with after them.
+fn fixture_diff() -> SnapshotDiff {
+    diff(&common::before(), &common::after())
 }
 
+/// Every report of the diff, each pinned under its own name.
 #[test]
-fn diff_text_locks_only() {
-    let d = diff(&common::before(), &common::after());
+fn the_reports_are_pinned() {
+    let d = fixture_diff();
     let opts = TableOptions {
         sites: false,
         ..TableOptions::default()
     };
-    insta::assert_snapshot!(diff_text(&d, &opts));
-}
-
-#[test]
-fn diff_csv_default() {
-    let d = diff(&common::before(), &common::after());
-    insta::assert_snapshot!(diff_csv(&d, &TableOptions::default()));
-}
-
-#[test]
-fn diff_json() {
-    let d = diff(&common::before(), &common::after());
-    insta::assert_snapshot!(serde_json::to_string_pretty(&d).unwrap());
+    insta::assert_snapshot!("diff_text_default", diff_text(&d, &TableOptions::default()));
+    insta::assert_snapshot!("diff_text_locks_only", diff_text(&d, &opts));
+    insta::assert_snapshot!("diff_csv_default", diff_csv(&d, &TableOptions::default()));
+    insta::assert_snapshot!("diff_json", serde_json::to_string_pretty(&d).unwrap());
 }
 
 #[test]
 fn the_semaphores_inner_lock_is_reported_gone_with_its_contention() {
-    let d = diff(&common::before(), &common::after());
+    let d = fixture_diff();
     let inner = d.locks.iter().find(|l| l.id == "pipe.sem.lock").unwrap();
     assert_eq!(inner.presence, Presence::Removed);
     let con = *inner.total.get(Metric::Con);
@@ -54,7 +45,7 @@ fn the_semaphores_inner_lock_is_reported_gone_with_its_contention() {
 
 #[test]
 fn the_big_locks_utilisation_drop_is_measured() {
-    let d = diff(&common::before(), &common::after());
+    let d = fixture_diff();
     let bkl = d.locks.iter().find(|l| l.id == "bkl").unwrap();
     let util = *bkl.total.get(Metric::Util);
     assert_eq!(bkl.presence, Presence::Both);
@@ -67,7 +58,7 @@ fn the_big_locks_utilisation_drop_is_measured() {
 
 #[test]
 fn the_locked_wait_queue_takes_one_acquisition_per_event_instead_of_two() {
-    let d = diff(&common::before(), &common::after());
+    let d = fixture_diff();
     let wait = d.locks.iter().find(|l| l.id == "ep.wait").unwrap();
     let lock = d.locks.iter().find(|l| l.id == "ep.wait.lock").unwrap();
     let per_event = |acq: Option<f64>, events: Option<f64>| acq.unwrap() / events.unwrap();
@@ -86,7 +77,7 @@ fn the_locked_wait_queue_takes_one_acquisition_per_event_instead_of_two() {
 
 #[test]
 fn advisories_of_the_problems_are_resolved_by_the_fixes() {
-    let d = diff(&common::before(), &common::after());
+    let d = fixture_diff();
     let status = |id: &str| {
         d.advice
             .iter()
@@ -101,7 +92,7 @@ fn advisories_of_the_problems_are_resolved_by_the_fixes() {
 
 #[test]
 fn diff_is_sorted_by_the_larger_side_and_filters_like_the_table() {
-    let d = diff(&common::before(), &common::after());
+    let d = fixture_diff();
     let opts = TableOptions {
         sort: SortKey::By(Metric::Con),
         filter: Some("pipe".into()),

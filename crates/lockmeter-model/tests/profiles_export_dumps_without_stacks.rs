@@ -4,7 +4,7 @@
 use lockmeter_model::profile::pprof::{self, Profile};
 use lockmeter_model::profile::{folded, samples, Metric};
 use lockmeter_model::stacks::Side;
-use lockmeter_model::{parse_snapshot, Snapshot};
+use lockmeter_model::{parse_snapshot, Snapshot, Stats};
 use prost::Message;
 
 fn old_dump() -> Snapshot {
@@ -13,22 +13,31 @@ fn old_dump() -> Snapshot {
     snap
 }
 
+/// The sum over every call site of every lock of `f` of its stats: what
+/// the table says exactly.
+fn over_sites(snap: &Snapshot, f: impl Fn(&Stats) -> u64) -> u64 {
+    snap.locks
+        .iter()
+        .flat_map(|l| &l.sites)
+        .map(|s| f(&s.stats))
+        .sum()
+}
+
+/// The weights of folded lines (`STACK WEIGHT`), added up.
+fn total_weight(lines: &[String]) -> u64 {
+    lines
+        .iter()
+        .map(|l| l.rsplit(' ').next().unwrap().parse::<u64>().unwrap())
+        .sum()
+}
+
 #[test]
 fn folded_lines_are_the_sites_weighted_by_their_exact_wait() {
     let snap = old_dump();
     let lines = folded::lines(&snap, Side::Waiter, Metric::Wait);
-    let expected: u64 = snap
-        .locks
-        .iter()
-        .flat_map(|l| &l.sites)
-        .map(|s| s.stats.wait_ns.total)
-        .sum();
+    let expected = over_sites(&snap, |s| s.wait_ns.total);
     assert!(expected > 0, "the fixture has contention");
-    let total: u64 = lines
-        .iter()
-        .map(|l| l.rsplit(' ').next().unwrap().parse::<u64>().unwrap())
-        .sum();
-    assert_eq!(total, expected);
+    assert_eq!(total_weight(&lines), expected);
     for l in &lines {
         // `[lock NAME];SITE WEIGHT`: two frames.
         let stack = l.rsplit_once(' ').unwrap().0;
@@ -58,15 +67,8 @@ fn the_pprof_profile_decodes_and_adds_up_to_the_table() {
     );
     assert_eq!(name(p.default_sample_type), "wait");
     let sum = |i: usize| p.sample.iter().map(|s| s.value[i]).sum::<i64>() as u64;
-    let exact = |f: &dyn Fn(&lockmeter_model::Stats) -> u64| -> u64 {
-        snap.locks
-            .iter()
-            .flat_map(|l| &l.sites)
-            .map(|s| f(&s.stats))
-            .sum()
-    };
-    assert_eq!(sum(0), exact(&|s| s.contended));
-    assert_eq!(sum(3), exact(&|s| s.acquisitions));
+    assert_eq!(sum(0), over_sites(&snap, |s| s.contended));
+    assert_eq!(sum(3), over_sites(&snap, |s| s.acquisitions));
     // Every location names a function whose name is a call site.
     for s in &p.sample {
         assert_eq!(s.location_id.len(), 1);
@@ -90,11 +92,7 @@ fn the_holder_profile_comes_from_the_holder_table() {
         .flat_map(|l| &l.holders)
         .map(|h| h.contended)
         .sum();
-    let total: u64 = lines
-        .iter()
-        .map(|l| l.rsplit(' ').next().unwrap().parse::<u64>().unwrap())
-        .sum();
-    assert_eq!(total, expected);
+    assert_eq!(total_weight(&lines), expected);
 }
 
 #[test]

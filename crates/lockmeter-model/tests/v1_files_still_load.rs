@@ -39,3 +39,34 @@ fn a_v1_dump_round_trips_through_serde() {
     let again = parse_snapshot(&serde_json::to_string(&snap).unwrap()).unwrap();
     assert_eq!(snap, again);
 }
+
+/// Every distribution in the dump carries the mean and percentiles it was
+/// written with; the model keeps only the counts and recomputes those, so
+/// each must come out as the same JSON it went in as.
+#[test]
+fn a_v1_dumps_distributions_are_written_back_as_they_were() {
+    fn dists<'a>(v: &'a serde_json::Value, out: &mut Vec<&'a serde_json::Value>) {
+        match v {
+            serde_json::Value::Object(m) if m.contains_key("buckets") && m.contains_key("p99") => {
+                out.push(v)
+            }
+            serde_json::Value::Object(m) => m.values().for_each(|x| dists(x, out)),
+            serde_json::Value::Array(a) => a.iter().for_each(|x| dists(x, out)),
+            _ => {}
+        }
+    }
+    let dump: serde_json::Value = serde_json::from_str(V1_DEMO).unwrap();
+    let mut found = Vec::new();
+    dists(&dump, &mut found);
+    assert!(found.len() > 20, "only {} distributions found", found.len());
+    let mut with_samples = 0;
+    for d in found {
+        let dist: lockmeter_model::Dist = serde_json::from_value(d.clone()).unwrap();
+        assert_eq!(&serde_json::to_value(&dist).unwrap(), d);
+        with_samples += usize::from(dist.count > 0 && dist.p99() > 0);
+    }
+    assert!(
+        with_samples > 5,
+        "only {with_samples} non-empty distributions"
+    );
+}

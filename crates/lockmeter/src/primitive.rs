@@ -10,15 +10,11 @@
 
 #[cfg(not(lockmeter_loom))]
 pub(crate) use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
-#[cfg(not(lockmeter_loom))]
-pub(crate) use std::sync::{Condvar, Mutex};
 
 #[cfg(lockmeter_loom)]
 pub(crate) use loom::sync::atomic::{
     fence, AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering,
 };
-#[cfg(lockmeter_loom)]
-pub(crate) use loom::sync::{Condvar, Mutex};
 
 // `spin_loop` is the spin-wait hint and `yield_now` gives the CPU away for
 // a moment; under loom both are a yield point, so a spinning thread lets

@@ -86,7 +86,7 @@ fn hold_times_and_util_follow_the_mock_clock() {
     assert_eq!(s.hold_ns.total, 6_000_000);
     assert_eq!(s.hold_ns.max, 3_000_000);
     assert_eq!(s.hold_ns.min, 1_000_000);
-    assert_eq!(s.hold_ns.mean, 2_000_000);
+    assert_eq!(s.hold_ns.mean(), 2_000_000);
     let util = s.util_pct(snap.window.elapsed_ns);
     assert!((util - 60.0).abs() < 1e-9, "util {util}");
     assert_eq!(s.con_pct(), 0.0);

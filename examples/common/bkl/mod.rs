@@ -207,7 +207,7 @@ pub fn row(
         bkl_acquisitions: total.acquisitions,
         bkl_util_pct: total.util_pct(snap.window.elapsed_ns),
         bkl_con_pct: total.con_pct(),
-        bkl_hold_mean_ns: total.hold_ns.mean,
+        bkl_hold_mean_ns: total.hold_ns.mean(),
         top_site: top.map(|s| s.site.clone()).unwrap_or_default(),
         top_site_hold_share_pct: top.map_or(0.0, |s| {
             lockmeter_model::percent(s.stats.hold_ns.total, total.hold_ns.total)

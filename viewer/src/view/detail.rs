@@ -177,7 +177,7 @@ fn histogram(frame: &mut Frame<'_>, area: Rect, what: &str, dist: &Dist) {
     } else {
         format!(
             " {what} p99 {} max {} ",
-            format_ns(dist.p99),
+            format_ns(dist.p99()),
             format_ns(dist.max)
         )
     };

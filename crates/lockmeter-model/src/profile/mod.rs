@@ -154,65 +154,50 @@ pub fn samples(snap: &Snapshot, side: Side) -> Vec<ProfileSample<'_>> {
                 mode: s.mode.as_deref(),
             });
         }
-        let rest = |site: &str, mode: Option<&str>, exact: [f64; 4]| {
-            let stacked = covered
-                .iter()
-                .find(|(s, m, _)| *s == site && *m == mode)
-                .map_or([0.0; 4], |c| c.2);
-            let mut v = [0.0; 4];
-            for i in 0..4 {
-                v[i] = (exact[i] - stacked[i]).max(0.0);
+        // What the stacks taken at a site do not account for: `exact` minus
+        // the estimates of the stacks whose site and mode pass `taken_at`.
+        let rest = |exact: [f64; 4], taken_at: &dyn Fn(&str, Option<&str>) -> bool| {
+            let mut stacked = [0.0; 4];
+            for (_, _, estimates) in covered.iter().filter(|(s, m, _)| taken_at(s, *m)) {
+                stacked.iter_mut().zip(estimates).for_each(|(a, e)| *a += e);
             }
-            v
+            std::array::from_fn(|i| (exact[i] - stacked[i]).max(0.0))
         };
-        match side {
-            Side::Waiter => {
-                for site in &lock.sites {
-                    let st = &site.stats;
+        let sites: Vec<(&str, Option<&str>, [f64; 4])> = match side {
+            Side::Waiter => lock
+                .sites
+                .iter()
+                .map(|site| {
+                    let (at, mode, st) = (site.site.as_str(), site.mode.as_deref(), &site.stats);
                     let exact = [
                         st.contended as f64,
                         st.wait_ns.total as f64,
                         st.hold_ns.total as f64,
                         st.acquisitions as f64,
                     ];
-                    let values = rest(&site.site, site.mode.as_deref(), exact);
-                    if values.iter().any(|&v| v > 0.0) {
-                        out.push(ProfileSample {
-                            frames: vec![ProfileFrame::Site(&site.site)],
-                            values,
-                            lock,
-                            site: &site.site,
-                            mode: site.mode.as_deref(),
-                        });
-                    }
-                }
-            }
-            Side::Holder => {
-                for h in &lock.holders {
+                    (at, mode, rest(exact, &|s, m| s == at && m == mode))
+                })
+                .collect(),
+            // Holder stacks are keyed by the holder's site and mode; the
+            // holder table has no mode, so the modes add up.
+            Side::Holder => lock
+                .holders
+                .iter()
+                .map(|h| {
                     let exact = [h.contended as f64, h.wait_ns_total as f64, 0.0, 0.0];
-                    // Holder stacks are keyed by the holder's site and mode;
-                    // the holder table has no mode, so add the modes up.
-                    let stacked = covered.iter().filter(|(s, _, _)| *s == h.site).fold(
-                        [0.0; 4],
-                        |mut a, c| {
-                            a.iter_mut().zip(c.2).for_each(|(x, y)| *x += y);
-                            a
-                        },
-                    );
-                    let mut values = [0.0; 4];
-                    for i in 0..4 {
-                        values[i] = (exact[i] - stacked[i]).max(0.0);
-                    }
-                    if values.iter().any(|&v| v > 0.0) {
-                        out.push(ProfileSample {
-                            frames: vec![ProfileFrame::Site(&h.site)],
-                            values,
-                            lock,
-                            site: &h.site,
-                            mode: None,
-                        });
-                    }
-                }
+                    (h.site.as_str(), None, rest(exact, &|s, _| s == h.site))
+                })
+                .collect(),
+        };
+        for (site, mode, values) in sites {
+            if values.iter().any(|&v| v > 0.0) {
+                out.push(ProfileSample {
+                    frames: vec![ProfileFrame::Site(site)],
+                    values,
+                    lock,
+                    site,
+                    mode,
+                });
             }
         }
     }

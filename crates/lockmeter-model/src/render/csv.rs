@@ -160,7 +160,17 @@ fn lock_row(
 
 fn push_dist(row: &mut Vec<String>, d: &Dist) {
     row.extend(
-        [d.count, d.total, d.min, d.mean, d.p50, d.p90, d.p99, d.max].map(|n| n.to_string()),
+        [
+            d.count,
+            d.total,
+            d.min,
+            d.mean(),
+            d.p50(),
+            d.p90(),
+            d.p99(),
+            d.max,
+        ]
+        .map(|n| n.to_string()),
     );
 }
 

@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use super::csv::{csv_field, csv_float, NAME_COLUMNS};
-use super::order::{contains, needle, order_tree, TreeNode};
+use super::order::{needle, order_tree, TreeNode};
 use super::TableOptions;
 use crate::diff::{
     AdviceStatus, Change, LockDiff, Presence, SideInfo, SiteDiff, SnapshotDiff, StatsDiff,
@@ -21,16 +21,11 @@ fn ordered<'a>(d: &'a SnapshotDiff, opts: &TableOptions) -> Vec<(&'a LockDiff, u
     let nodes: Vec<TreeNode<'_>> = d
         .locks
         .iter()
-        .map(|l| TreeNode {
-            id: &l.id,
-            parent: l.parent.as_deref(),
-            name: &l.name,
-            key: metric.map_or(0.0, |m| larger(l.total.get(m))),
-            matches: needle.as_deref().is_none_or(|n| {
-                contains(&l.id, n)
-                    || contains(&l.name, n)
-                    || l.sites.iter().any(|s| contains(&s.site, n))
-            }),
+        .map(|l| {
+            let key = metric.map_or(0.0, |m| larger(l.total.get(m)));
+            let sites = l.sites.iter().map(|s| s.site.as_str());
+            TreeNode::new(&l.id, l.parent.as_deref(), &l.name, key)
+                .filtered(needle.as_deref(), sites)
         })
         .collect();
     let (order, _) = order_tree(&nodes, opts);
@@ -38,6 +33,20 @@ fn ordered<'a>(d: &'a SnapshotDiff, opts: &TableOptions) -> Vec<(&'a LockDiff, u
         .into_iter()
         .filter_map(|(i, depth)| d.locks.get(i).map(|l| (l, depth)))
         .collect()
+}
+
+/// How many of `items` equal each of `values`.
+fn tally<T: PartialEq, const N: usize>(
+    items: impl Iterator<Item = T>,
+    values: [T; N],
+) -> [usize; N] {
+    let mut counts = [0; N];
+    for item in items {
+        if let Some(i) = values.iter().position(|v| *v == item) {
+            counts[i] += 1;
+        }
+    }
+    counts
 }
 
 /// The larger side of a change, for sorting.
@@ -90,13 +99,13 @@ pub fn diff_text(d: &SnapshotDiff, opts: &TableOptions) -> String {
         let _ = writeln!(out, "{tag} {}", side_summary(side));
     }
     let _ = writeln!(out, "{}", totals_line(d));
-    let count = |p: Presence| d.locks.iter().filter(|l| l.presence == p).count();
+    let [both, removed, added] = tally(
+        d.locks.iter().map(|l| l.presence),
+        [Presence::Both, Presence::Removed, Presence::Added],
+    );
     let _ = writeln!(
         out,
-        "locks: {} in both, {} removed, {} added",
-        count(Presence::Both),
-        count(Presence::Removed),
-        count(Presence::Added)
+        "locks: {both} in both, {removed} removed, {added} added"
     );
     if d.before.clock != d.after.clock {
         let _ = writeln!(
@@ -105,13 +114,17 @@ pub fn diff_text(d: &SnapshotDiff, opts: &TableOptions) -> String {
         );
     }
     if opts.advice {
-        let count = |st: AdviceStatus| d.advice.iter().filter(|a| a.status == st).count();
+        let [resolved, remain, new] = tally(
+            d.advice.iter().map(|a| a.status),
+            [
+                AdviceStatus::Resolved,
+                AdviceStatus::Remains,
+                AdviceStatus::New,
+            ],
+        );
         let _ = writeln!(
             out,
-            "advisories: {} resolved, {} remain, {} new",
-            count(AdviceStatus::Resolved),
-            count(AdviceStatus::Remains),
-            count(AdviceStatus::New)
+            "advisories: {resolved} resolved, {remain} remain, {new} new"
         );
     }
 

@@ -46,12 +46,11 @@ pub(crate) fn lock_order(snap: &Snapshot, opts: &TableOptions) -> (Vec<(usize, u
     let nodes: Vec<TreeNode<'_>> = snap
         .locks
         .iter()
-        .map(|l| TreeNode {
-            id: &l.id,
-            parent: l.parent.as_deref(),
-            name: l.name(),
-            key: opts.sort.value(&l.total, snap.window.elapsed_ns),
-            matches: lock_matches(l, needle.as_deref()),
+        .map(|l| {
+            let key = opts.sort.value(&l.total, snap.window.elapsed_ns);
+            let sites = l.sites.iter().map(|s| s.site.as_str());
+            TreeNode::new(&l.id, l.parent.as_deref(), l.name(), key)
+                .filtered(needle.as_deref(), sites)
         })
         .collect();
     order_tree(&nodes, opts)
@@ -85,20 +84,8 @@ pub(crate) fn needle(opts: &TableOptions) -> Option<String> {
     opts.filter.as_deref().map(str::to_lowercase)
 }
 
-/// Whether the lock's id, name or any call site contains `needle`.
-fn lock_matches(lock: &LockStats, needle: Option<&str>) -> bool {
-    match needle {
-        None => true,
-        Some(n) => {
-            contains(&lock.id, n)
-                || contains(lock.name(), n)
-                || lock.sites.iter().any(|s| contains(&s.site, n))
-        }
-    }
-}
-
 /// Case-insensitive substring test against an already lowercased needle.
-pub(crate) fn contains(hay: &str, needle_lower: &str) -> bool {
+fn contains(hay: &str, needle_lower: &str) -> bool {
     hay.to_lowercase().contains(needle_lower)
 }
 
@@ -111,6 +98,33 @@ pub(crate) struct TreeNode<'a> {
     pub key: f64,
     /// Passed the filter by itself.
     pub matches: bool,
+}
+
+impl<'a> TreeNode<'a> {
+    /// A row that passes the filter, sorted by `key`.
+    pub fn new(id: &'a str, parent: Option<&'a str>, name: &'a str, key: f64) -> TreeNode<'a> {
+        TreeNode {
+            id,
+            parent,
+            name,
+            key,
+            matches: true,
+        }
+    }
+
+    /// The filter rule of every table: a row passes by itself if its id,
+    /// its name or any of its call `sites` contains `needle` (already
+    /// lowercased); without a needle, every row does.
+    pub fn filtered<'s>(
+        mut self,
+        needle: Option<&str>,
+        mut sites: impl Iterator<Item = &'s str>,
+    ) -> TreeNode<'a> {
+        self.matches = needle.is_none_or(|n| {
+            contains(self.id, n) || contains(self.name, n) || sites.any(|s| contains(s, n))
+        });
+        self
+    }
 }
 
 /// Orders a forest of nodes for display; see the module doc. Returns
@@ -240,13 +254,7 @@ mod tests {
     use super::*;
 
     fn node<'a>(id: &'a str, parent: Option<&'a str>, key: f64) -> TreeNode<'a> {
-        TreeNode {
-            id,
-            parent,
-            name: id,
-            key,
-            matches: true,
-        }
+        TreeNode::new(id, parent, id, key)
     }
 
     fn order(nodes: &[TreeNode<'_>], opts: &TableOptions) -> Vec<(String, usize)> {

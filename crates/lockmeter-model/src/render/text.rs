@@ -385,7 +385,7 @@ fn pair(d: &Dist) -> Cell {
     if d.count == 0 && d.max == 0 {
         Cell::Text("-".to_string())
     } else {
-        Cell::Pair(format_ns(d.mean), format_ns(d.max))
+        Cell::Pair(format_ns(d.mean()), format_ns(d.max))
     }
 }
 

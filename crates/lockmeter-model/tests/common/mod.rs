@@ -38,6 +38,17 @@ pub fn acq(total: u64, contended: u64, hold: &[(u64, u64)], wait: &[(u64, u64)])
     }
 }
 
+/// [`acq`] where every hold took `hold_ns` and every contended
+/// acquisition waited `wait_ns`.
+pub fn uniform(total: u64, contended: u64, hold_ns: u64, wait_ns: u64) -> Stats {
+    acq(
+        total,
+        contended,
+        &[(hold_ns, total)],
+        &[(wait_ns, contended)],
+    )
+}
+
 /// Wait-queue stats of one call site.
 pub fn wq(
     waits: u64,
@@ -105,6 +116,70 @@ fn single(id: &str, kind: LockKind, parent: Option<&str>, at: &str, stats: Stats
     lock(id, kind, parent, vec![site(at, None, stats)], vec![])
 }
 
+/// The lock between the pipe's writer and reader (`id`, of `kind`): each
+/// side made the other wait, `(contended, wait_ns_total)` as the holder.
+fn pipe(id: &str, kind: LockKind, write: Stats, read: Stats, held: [(u64, u64); 2]) -> LockStats {
+    let [(by_read, read_ns), (by_write, write_ns)] = held;
+    let holders = vec![
+        holder(PIPE_READ, by_read, read_ns),
+        holder(PIPE_WRITE, by_write, write_ns),
+    ];
+    let sites = vec![at(PIPE_WRITE, write), at(PIPE_READ, read)];
+    lock(id, kind, None, sites, holders)
+}
+
+/// The big lock, taken around the copy and around accept().
+fn bkl(copy: Stats, accept: Stats, holders: Vec<Holder>) -> LockStats {
+    let sites = vec![at(TCP_COPY, copy), at(TCP_ACCEPT, accept)];
+    lock("bkl", LockKind::Mutex, None, sites, holders)
+}
+
+/// The accept() wait queue: `waits` waiters (12 at most), each asleep
+/// `asleep_ns` and woken once by `wake_calls` calls, `spurious` of them
+/// for nothing, `timeouts` waits timed out.
+fn accept_wait(
+    (waits, wake_calls, spurious): (u64, u64, u64),
+    asleep_ns: u64,
+    latency: &[(u64, u64)],
+    timeouts: u64,
+) -> LockStats {
+    let asleep = [(asleep_ns, waits)];
+    let stats = wq(waits, wake_calls, waits, spurious, 12, &asleep, latency);
+    single(
+        "accept.wait",
+        LockKind::Waitqueue,
+        None,
+        TCP_ACCEPT,
+        rejected(stats, timeouts),
+    )
+}
+
+/// The UDP receivers' wait queue: `waits` waiters (two at most), each
+/// asleep `asleep_ns` and woken by `wake_calls` TX completions after
+/// `latency_ns`, `spurious` of them for nothing.
+fn udp_rx_wait(
+    waits: u64,
+    wake_calls: u64,
+    spurious: u64,
+    asleep_ns: u64,
+    latency_ns: u64,
+) -> LockStats {
+    let (asleep, latency) = ([(asleep_ns, waits)], [(latency_ns, waits)]);
+    let stats = wq(waits, wake_calls, waits, spurious, 2, &asleep, &latency);
+    single("udp.rx.wait", LockKind::Waitqueue, None, UDP_RX, stats)
+}
+
+/// The spinlock inside the epoll-like wait queue, taken at `sites`.
+fn ep_wait_lock(sites: Vec<SiteStats>) -> LockStats {
+    lock(
+        "ep.wait.lock",
+        LockKind::Spinlock,
+        Some("ep.wait"),
+        sites,
+        vec![],
+    )
+}
+
 /// The epoll-like wait queue: `events` waits, each woken once (50 us
 /// asleep, 3 us to run), one waiter at a time.
 fn ep_wait(events: u64) -> LockStats {
@@ -120,28 +195,33 @@ fn ep_wait(events: u64) -> LockStats {
     single("ep.wait", LockKind::Waitqueue, None, EP_POLL, stats)
 }
 
-/// The cache's rwlock: reads at one site, writes and reads at another,
-/// whose writes made `contended` waiters wait `wait_ns_total`.
+/// The cache's rwlock: reads at one site (1 us held, 5 us waited), writes
+/// (9 us, 3 us) and reads (0.8 us, 2 us) at another, each given as
+/// `(acquisitions, contended)`; `held` is `(contended, wait_ns_total)`
+/// the writes made others wait.
 fn cache_rw(
-    reads: Stats,
-    writes: Stats,
-    rereads: Stats,
-    contended: u64,
-    wait_ns_total: u64,
+    reads: (u64, u64),
+    writes: (u64, u64),
+    rereads: (u64, u64),
+    held: (u64, u64),
 ) -> LockStats {
     const READ: &str = "examples/cache.rs:31:22";
     const WRITE: &str = "examples/cache.rs:47:22";
-    lock(
-        "cache.rw",
-        LockKind::Rwlock,
-        None,
-        vec![
-            site(READ, Some("read"), reads),
-            site(WRITE, Some("write"), writes),
-            site(WRITE, Some("read"), rereads),
-        ],
-        vec![holder(WRITE, contended, wait_ns_total)],
-    )
+    let sites = vec![
+        site(READ, Some("read"), uniform(reads.0, reads.1, 1_000, 5_000)),
+        site(
+            WRITE,
+            Some("write"),
+            uniform(writes.0, writes.1, 9_000, 3_000),
+        ),
+        site(
+            WRITE,
+            Some("read"),
+            uniform(rereads.0, rereads.1, 800, 2_000),
+        ),
+    ];
+    let holders = vec![holder(WRITE, held.0, held.1)];
+    lock("cache.rw", LockKind::Rwlock, None, sites, holders)
 }
 
 pub fn holder(site: &str, contended: u64, wait_ns_total: u64) -> Holder {
@@ -175,6 +255,7 @@ const PIPE_WRITE: &str = "examples/pipe.rs:88:20";
 const PIPE_READ: &str = "examples/pipe.rs:95:9";
 const TCP_COPY: &str = "examples/apache.rs:412:9";
 const TCP_ACCEPT: &str = "examples/apache.rs:130:13";
+const UDP_RX: &str = "examples/udp.rs:77:21";
 const EP_POLL: &str = "crates/lockmeter/src/waitqueue.rs:210:9";
 const EP_WAKE: &str = "crates/lockmeter/src/waitqueue.rs:260:9";
 
@@ -184,55 +265,50 @@ const EP_WAKE: &str = "crates/lockmeter/src/waitqueue.rs:260:9";
 /// an epoll-like wait queue whose lock is taken twice per event.
 pub fn before() -> Snapshot {
     let w = 2 * SEC;
+    let pipe_write = acq(
+        11254,
+        6430,
+        &[(800, 11000), (4_000, 254)],
+        &[(12_000, 6000), (90_000, 430)],
+    );
+    let pipe_read = acq(
+        11254,
+        6421,
+        &[(700, 11200), (3_000, 54)],
+        &[(11_000, 6000), (80_000, 421)],
+    );
+    let sem_down = acq(
+        22508,
+        12851,
+        &[(300, 22508)],
+        &[(1_400, 12800), (20_000, 51)],
+    );
+    let sem_add = acq(22508, 5920, &[(250, 22508)], &[(700, 5900), (9_000, 20)]);
+    let sem_wait = wq(
+        12851,
+        12851,
+        12851,
+        412,
+        2,
+        &[(9_000, 12000), (60_000, 851)],
+        &[(4_000, 12851)],
+    );
     let locks = vec![
-        lock(
+        pipe(
             "pipe.sem",
             LockKind::Semaphore,
-            None,
-            vec![
-                at(
-                    PIPE_WRITE,
-                    acq(
-                        11254,
-                        6430,
-                        &[(800, 11000), (4_000, 254)],
-                        &[(12_000, 6000), (90_000, 430)],
-                    ),
-                ),
-                at(
-                    PIPE_READ,
-                    acq(
-                        11254,
-                        6421,
-                        &[(700, 11200), (3_000, 54)],
-                        &[(11_000, 6000), (80_000, 421)],
-                    ),
-                ),
-            ],
-            vec![
-                holder(PIPE_READ, 6430, 101_000_000),
-                holder(PIPE_WRITE, 6421, 96_000_000),
-            ],
+            pipe_write,
+            pipe_read,
+            [(6430, 101_000_000), (6421, 96_000_000)],
         ),
         lock(
             "pipe.sem.lock",
             LockKind::Spinlock,
             Some("pipe.sem"),
             vec![
-                at(
-                    SEM_DOWN,
-                    acq(
-                        22508,
-                        12851,
-                        &[(300, 22508)],
-                        &[(1_400, 12800), (20_000, 51)],
-                    ),
-                ),
-                at(
-                    SEM_ADD,
-                    acq(22508, 5920, &[(250, 22508)], &[(700, 5900), (9_000, 20)]),
-                ),
-                at(SEM_UP, acq(22508, 2100, &[(200, 22508)], &[(500, 2100)])),
+                at(SEM_DOWN, sem_down),
+                at(SEM_ADD, sem_add),
+                at(SEM_UP, uniform(22508, 2100, 200, 500)),
             ],
             vec![
                 holder(SEM_DOWN, 9000, 13_000_000),
@@ -244,85 +320,28 @@ pub fn before() -> Snapshot {
             LockKind::Waitqueue,
             Some("pipe.sem"),
             SEM_WAIT,
-            wq(
-                12851,
-                12851,
-                12851,
-                412,
-                2,
-                &[(9_000, 12000), (60_000, 851)],
-                &[(4_000, 12851)],
-            ),
+            sem_wait,
         ),
-        lock(
-            "bkl",
-            LockKind::Mutex,
-            None,
-            vec![
-                at(
-                    TCP_COPY,
-                    acq(2000, 1500, &[(850_000, 2000)], &[(2_500_000, 1500)]),
-                ),
-                at(
-                    TCP_ACCEPT,
-                    rejected(acq(3000, 900, &[(40_000, 3000)], &[(1_200_000, 900)]), 37),
-                ),
-            ],
+        bkl(
+            uniform(2000, 1500, 850_000, 2_500_000),
+            rejected(uniform(3000, 900, 40_000, 1_200_000), 37),
             vec![
                 holder(TCP_COPY, 2300, 5_100_000_000),
                 holder(TCP_ACCEPT, 100, 90_000_000),
             ],
         ),
-        single(
-            "accept.wait",
-            LockKind::Waitqueue,
-            None,
-            TCP_ACCEPT,
-            rejected(
-                wq(
-                    6000,
-                    500,
-                    6000,
-                    5500,
-                    12,
-                    &[(3_000_000, 6000)],
-                    &[(25_000, 5000), (400_000, 1000)],
-                ),
-                4,
-            ),
+        accept_wait(
+            (6000, 500, 5500),
+            3_000_000,
+            &[(25_000, 5000), (400_000, 1000)],
+            4,
         ),
-        single(
-            "udp.rx.wait",
-            LockKind::Waitqueue,
-            None,
-            "examples/udp.rs:77:21",
-            wq(
-                4200,
-                4000,
-                4200,
-                1500,
-                2,
-                &[(30_000, 4200)],
-                &[(6_000, 4200)],
-            ),
-        ),
-        cache_rw(
-            acq(90000, 300, &[(1_000, 90000)], &[(5_000, 300)]),
-            acq(1200, 700, &[(9_000, 1200)], &[(3_000, 700)]),
-            acq(1200, 10, &[(800, 1200)], &[(2_000, 10)]),
-            980,
-            2_900_000,
-        ),
-        lock(
-            "ep.wait.lock",
-            LockKind::Spinlock,
-            Some("ep.wait"),
-            vec![
-                at(EP_POLL, acq(20000, 1200, &[(150, 20000)], &[(600, 1200)])),
-                at(EP_WAKE, acq(20000, 1100, &[(180, 20000)], &[(600, 1100)])),
-            ],
-            vec![],
-        ),
+        udp_rx_wait(4200, 4000, 1500, 30_000, 6_000),
+        cache_rw((90000, 300), (1200, 700), (1200, 10), (980, 2_900_000)),
+        ep_wait_lock(vec![
+            at(EP_POLL, uniform(20000, 1200, 150, 600)),
+            at(EP_WAKE, uniform(20000, 1100, 180, 600)),
+        ]),
         ep_wait(20000),
     ];
     let mut snap = snapshot(4242, w, locks);
@@ -338,75 +357,27 @@ pub fn before() -> Snapshot {
 /// queue using its `*_locked` operations (one lock acquisition per event).
 pub fn after() -> Snapshot {
     let w = 19 * SEC / 10;
+    let (write, read) = (
+        uniform(11254, 1200, 600, 900),
+        uniform(11254, 1100, 500, 800),
+    );
     let locks = vec![
-        lock(
+        pipe(
             "pipe.lock",
             LockKind::Spinlock,
-            None,
-            vec![
-                at(
-                    PIPE_WRITE,
-                    acq(11254, 1200, &[(600, 11254)], &[(900, 1200)]),
-                ),
-                at(PIPE_READ, acq(11254, 1100, &[(500, 11254)], &[(800, 1100)])),
-            ],
-            vec![
-                holder(PIPE_READ, 1200, 1_000_000),
-                holder(PIPE_WRITE, 1100, 900_000),
-            ],
+            write,
+            read,
+            [(1200, 1_000_000), (1100, 900_000)],
         ),
-        lock(
-            "bkl",
-            LockKind::Mutex,
-            None,
-            vec![
-                at(
-                    TCP_COPY,
-                    acq(7600, 400, &[(30_000, 7600)], &[(60_000, 400)]),
-                ),
-                at(
-                    TCP_ACCEPT,
-                    acq(11400, 300, &[(40_000, 11400)], &[(50_000, 300)]),
-                ),
-            ],
+        bkl(
+            uniform(7600, 400, 30_000, 60_000),
+            uniform(11400, 300, 40_000, 50_000),
             vec![holder(TCP_ACCEPT, 420, 20_000_000)],
         ),
-        single(
-            "accept.wait",
-            LockKind::Waitqueue,
-            None,
-            TCP_ACCEPT,
-            wq(
-                19000,
-                19000,
-                19000,
-                0,
-                12,
-                &[(700_000, 19000)],
-                &[(20_000, 19000)],
-            ),
-        ),
-        single(
-            "udp.rx.wait",
-            LockKind::Waitqueue,
-            None,
-            "examples/udp.rs:77:21",
-            wq(4300, 4300, 4300, 20, 2, &[(20_000, 4300)], &[(5_000, 4300)]),
-        ),
-        cache_rw(
-            acq(88000, 250, &[(1_000, 88000)], &[(5_000, 250)]),
-            acq(1150, 650, &[(9_000, 1150)], &[(3_000, 650)]),
-            acq(1150, 12, &[(800, 1150)], &[(2_000, 12)]),
-            900,
-            2_700_000,
-        ),
-        single(
-            "ep.wait.lock",
-            LockKind::Spinlock,
-            Some("ep.wait"),
-            EP_WAKE,
-            acq(19000, 400, &[(180, 19000)], &[(500, 400)]),
-        ),
+        accept_wait((19000, 19000, 0), 700_000, &[(20_000, 19000)], 0),
+        udp_rx_wait(4300, 4300, 20, 20_000, 5_000),
+        cache_rw((88000, 250), (1150, 650), (1150, 12), (900, 2_700_000)),
+        ep_wait_lock(vec![at(EP_WAKE, uniform(19000, 400, 180, 500))]),
         ep_wait(19000),
     ];
     let mut snap = snapshot(4300, w, locks);
