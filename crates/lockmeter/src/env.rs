@@ -232,6 +232,14 @@ impl<'a> Reader<'a> {
         })
     }
 
+    /// A count from 1 to `max`.
+    #[cfg(unix)]
+    fn count(&mut self, name: &str, max: usize) -> Option<usize> {
+        let expected = format!("expected a number from 1 to {max}");
+        let n = self.number(name, 1..=max as u64, &expected)?;
+        Some(n as usize)
+    }
+
     /// A switch: `1`/`true`/`on`/`yes` or `0`/`false`/`off`/`no`.
     #[cfg(unix)]
     fn flag(&mut self, name: &str) -> Option<bool> {
@@ -412,26 +420,23 @@ pub(crate) fn export_overrides(
     get: Lookup<'_>,
 ) -> (ExportConfig, Vec<String>) {
     let mut r = Reader::new(get);
-    if let Some(dump) = r.off_or("LOCKMETER_DUMP", |v| Ok(PathBuf::from(v))) {
-        config.dump = dump;
-    }
-    if let Some(listen) = r.off_or("LOCKMETER_LISTEN", parse_listen) {
-        config.listen = listen;
-    }
-    if let Some(n) = r.number(
-        "LOCKMETER_MAX_CLIENTS",
-        1..=4096,
-        "expected a number from 1 to 4096",
-    ) {
-        config = config.max_clients(n as usize);
-    }
+    // Each variable that is set, and good, replaces what the code set.
+    let path = |v: &OsStr| Ok(PathBuf::from(v));
+    config.dump = r.off_or("LOCKMETER_DUMP", path).unwrap_or(config.dump);
+    config.listen = r
+        .off_or("LOCKMETER_LISTEN", parse_listen)
+        .unwrap_or(config.listen);
+    config.max_clients = r
+        .count("LOCKMETER_MAX_CLIENTS", 4096)
+        .unwrap_or(config.max_clients);
     if let Some(timeout) = r.millis("LOCKMETER_CLIENT_TIMEOUT_MS") {
+        // Through the setter, which keeps its floor.
         config = config.client_timeout(timeout);
     }
     let record = |v: &OsStr| Ok(RecordConfig::new(PathBuf::from(v)));
-    if let Some(record) = r.off_or("LOCKMETER_RECORD", record) {
-        config.record = record;
-    }
+    config.record = r
+        .off_or("LOCKMETER_RECORD", record)
+        .unwrap_or(config.record);
     apply_record_limits(&mut config, &mut r);
     apply_prometheus(&mut config, &mut r);
     for (name, switch) in [
@@ -497,16 +502,11 @@ fn apply_prometheus(config: &mut ExportConfig, r: &mut Reader<'_>) {
             .and_then(parse_socket_addr)
             .ok_or_else(|| "expected an address such as 127.0.0.1:9464".to_string())
     };
-    if let Some(addr) = r.off_or("LOCKMETER_PROMETHEUS", addr) {
-        config.prometheus = addr;
-    }
-    if let Some(n) = r.number(
-        "LOCKMETER_PROMETHEUS_TOP_SITES",
-        1..=10_000,
-        "expected a number from 1 to 10000",
-    ) {
-        config.prometheus_top_sites = n as usize;
-    }
+    config.prometheus = r
+        .off_or("LOCKMETER_PROMETHEUS", addr)
+        .unwrap_or(config.prometheus);
+    let top_sites = r.count("LOCKMETER_PROMETHEUS_TOP_SITES", 10_000);
+    config.prometheus_top_sites = top_sites.unwrap_or(config.prometheus_top_sites);
 }
 
 /// A `LOCKMETER_LISTEN` address; a non-UTF-8 value can only be a path.
