@@ -6,7 +6,7 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use seed_harness::{epoll, report, CommonArgs};
+use seed_harness::{epoll, report, CommonArgs, RepeatArgs};
 
 /// epoll wakeups: one lock acquisition fewer per event.
 #[derive(Debug, Parser)]
@@ -19,13 +19,8 @@ struct Args {
     /// Worker threads in epoll_wait
     #[arg(long, value_name = "N", default_value_t = 2)]
     workers: usize,
-    /// Runs per variant, alternating; the median is reported
-    /// [default: 5, --quick: 1]
-    #[arg(long, value_name = "N")]
-    repeats: Option<usize>,
-    /// Let the scheduler place the workers
-    #[arg(long)]
-    no_pin: bool,
+    #[command(flatten)]
+    runs: RepeatArgs,
 }
 
 fn main() -> ExitCode {
@@ -34,11 +29,8 @@ fn main() -> ExitCode {
     if let Some(e) = args.events {
         cfg.events = e;
     }
-    if let Some(r) = args.repeats {
-        cfg.repeats = r;
-    }
+    args.runs.apply(&mut cfg.repeats, &mut cfg.pin);
     cfg.workers = args.workers.max(1);
-    cfg.pin = !args.no_pin;
     cfg.connections = cfg.connections.max(4 * cfg.workers);
     report::measure(
         &args.common,

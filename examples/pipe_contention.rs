@@ -6,7 +6,7 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use seed_harness::{pipe, report, CommonArgs};
+use seed_harness::{pipe, report, CommonArgs, RepeatArgs};
 
 /// Pipe contention: semaphore vs spinlock around a briefly held buffer.
 #[derive(Debug, Parser)]
@@ -16,13 +16,8 @@ struct Args {
     /// Messages through the pipe [default: 500000, --quick: 50000]
     #[arg(long, value_name = "N")]
     messages: Option<u64>,
-    /// Runs per variant, alternating; the median is reported
-    /// [default: 3, --quick: 1]
-    #[arg(long, value_name = "N")]
-    repeats: Option<usize>,
-    /// Let the scheduler place the writer and the reader
-    #[arg(long)]
-    no_pin: bool,
+    #[command(flatten)]
+    runs: RepeatArgs,
 }
 
 fn main() -> ExitCode {
@@ -31,10 +26,7 @@ fn main() -> ExitCode {
     if let Some(m) = args.messages {
         cfg.messages = m;
     }
-    if let Some(r) = args.repeats {
-        cfg.repeats = r.max(1);
-    }
-    cfg.pin = !args.no_pin;
+    args.runs.apply(&mut cfg.repeats, &mut cfg.pin);
     report::measure(
         &args.common,
         "pipe_contention",

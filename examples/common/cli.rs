@@ -30,3 +30,27 @@ impl CommonArgs {
         }
     }
 }
+
+/// `--repeats N` and `--no-pin`, for the experiments whose runs are short
+/// and noisy: each variant runs several times, in turns, on pinned threads.
+#[derive(Debug, Clone, Default, Args)]
+pub struct RepeatArgs {
+    /// Runs per variant, alternating; the median is reported
+    /// [default: 3 (pipe), 5 (epoll); --quick: 1]
+    #[arg(long, value_name = "N")]
+    pub repeats: Option<usize>,
+    /// Let the scheduler place the threads instead of pinning them
+    #[arg(long)]
+    pub no_pin: bool,
+}
+
+impl RepeatArgs {
+    /// Sets the experiment's `repeats` (at least 1) where `--repeats` was
+    /// given, and `pin` unless `--no-pin` was.
+    pub fn apply(&self, repeats: &mut usize, pin: &mut bool) {
+        if let Some(r) = self.repeats {
+            *repeats = r.max(1);
+        }
+        *pin = !self.no_pin;
+    }
+}

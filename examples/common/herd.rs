@@ -20,7 +20,6 @@
 //! the woken spin on it), so a run caps the wakeups per point:
 //! [`Config::wake_all_budget`].
 
-use std::fmt;
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -30,7 +29,7 @@ use lockmeter::{Handle, WaitQueue, WaitQueueGuard, WakeOrder};
 use lockmeter_model::Snapshot;
 use serde::{Deserialize, Serialize};
 
-use crate::report::{fixed, Outcome, TextTable};
+use crate::report::{distinct, fixed, lock_totals, Outcome, TextTable};
 use crate::{meter, wait};
 
 /// The wait queue the servers sleep on.
@@ -39,30 +38,19 @@ pub const QUEUE: &str = "accept.wait";
 /// Stack of each server thread: 1,000 of them must fit comfortably.
 const SERVER_STACK: usize = 256 * 1024;
 
-/// How the servers wait and are woken.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Variant {
-    /// Non-exclusive waits: every connection wakes every sleeper.
-    WakeAll,
-    /// Exclusive waits, the longest sleeper woken first.
-    WakeOneFifo,
-    /// Exclusive waits, the most recent sleeper woken first.
-    WakeOneLifo,
+seed_enum! {
+    /// How the servers wait and are woken.
+    pub enum Variant {
+        /// Non-exclusive waits: every connection wakes every sleeper.
+        WakeAll = ("wake_all", "wake-all"),
+        /// Exclusive waits, the longest sleeper woken first.
+        WakeOneFifo = ("wake_one_fifo", "wake-one FIFO"),
+        /// Exclusive waits, the most recent sleeper woken first.
+        WakeOneLifo = ("wake_one_lifo", "wake-one LIFO"),
+    }
 }
 
 impl Variant {
-    pub const ALL: [Variant; 3] = [Variant::WakeAll, Variant::WakeOneFifo, Variant::WakeOneLifo];
-
-    /// File-name-safe name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Variant::WakeAll => "wake_all",
-            Variant::WakeOneFifo => "wake_one_fifo",
-            Variant::WakeOneLifo => "wake_one_lifo",
-        }
-    }
-
     fn exclusive(self) -> bool {
         self != Variant::WakeAll
     }
@@ -72,16 +60,6 @@ impl Variant {
             Variant::WakeOneLifo => WakeOrder::Lifo,
             _ => WakeOrder::Fifo,
         }
-    }
-}
-
-impl fmt::Display for Variant {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Variant::WakeAll => "wake-all",
-            Variant::WakeOneFifo => "wake-one FIFO",
-            Variant::WakeOneLifo => "wake-one LIFO",
-        })
     }
 }
 
@@ -269,10 +247,7 @@ pub fn run_one(
     stop(&listener);
     meter::join_all(servers)?;
 
-    let q = snap
-        .lock(QUEUE)
-        .map(|l| l.total.clone())
-        .unwrap_or_default();
+    let q = lock_totals(&snap, QUEUE);
     let per_conn = |v: u64| v as f64 / connections.max(1) as f64;
     let row = Row {
         variant,
@@ -299,9 +274,7 @@ fn stop(listener: &Listener) {
 /// servers, seconds per 10,000 connections per variant (from the time per
 /// connection), then spurious wakeups per connection.
 pub fn render(results: &Results) -> String {
-    let mut sleepers: Vec<usize> = results.rows.iter().map(|r| r.sleepers).collect();
-    sleepers.sort_unstable();
-    sleepers.dedup();
+    let sleepers = distinct(results.rows.iter().map(|r| r.sleepers));
     let mut t = TextTable::new(
         &[
             "Servers",

@@ -13,7 +13,6 @@
 //! Placements pin both threads to one CPU or to two different ones.
 
 use std::collections::VecDeque;
-use std::fmt;
 use std::io;
 use std::sync::Arc;
 use std::time::Instant;
@@ -22,7 +21,7 @@ use lockmeter::{Handle, SpinLock, WaitQueue};
 use lockmeter_model::Snapshot;
 use serde::{Deserialize, Serialize};
 
-use crate::report::{fixed, Outcome, TextTable};
+use crate::report::{fixed, lock_totals, Outcome, TextTable};
 use crate::{affinity, meter, wait};
 
 /// The sockets' wait queue.
@@ -34,51 +33,25 @@ pub const POLLIN: u64 = 0x001;
 /// Key of "send buffer space freed" events.
 pub const POLLOUT: u64 = 0x004;
 
-/// How the socket's wait queue is woken.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Variant {
-    /// Every event wakes every waiter.
-    Plain,
-    /// Events carry a key; a receiver only wakes for `POLLIN`.
-    Keyed,
-}
-
-impl Variant {
-    pub const ALL: [Variant; 2] = [Variant::Plain, Variant::Keyed];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Variant::Plain => "plain",
-            Variant::Keyed => "keyed",
-        }
+seed_enum! {
+    /// How the socket's wait queue is woken.
+    pub enum Variant {
+        /// Every event wakes every waiter.
+        Plain = ("plain", "plain"),
+        /// Events carry a key; a receiver only wakes for `POLLIN`.
+        Keyed = ("keyed", "keyed"),
     }
 }
 
-impl fmt::Display for Variant {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+seed_enum! {
+    /// Where the two threads run.
+    pub enum Placement {
+        SameCpu = ("same_cpu", "same CPU"),
+        DifferentCpus = ("different_cpus", "different CPUs"),
     }
-}
-
-/// Where the two threads run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Placement {
-    SameCpu,
-    DifferentCpus,
 }
 
 impl Placement {
-    pub const ALL: [Placement; 2] = [Placement::SameCpu, Placement::DifferentCpus];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Placement::SameCpu => "same_cpu",
-            Placement::DifferentCpus => "different_cpus",
-        }
-    }
-
     /// The CPUs for thread A and thread B, from the allowed ones.
     fn cpus(self, allowed: &[usize]) -> Option<(usize, usize)> {
         match (self, allowed) {
@@ -86,15 +59,6 @@ impl Placement {
             (Placement::DifferentCpus, [a, b, ..]) => Some((*a, *b)),
             _ => None,
         }
-    }
-}
-
-impl fmt::Display for Placement {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Placement::SameCpu => "same CPU",
-            Placement::DifferentCpus => "different CPUs",
-        })
     }
 }
 
@@ -298,10 +262,7 @@ pub fn run_one(
     let snap = handle.snapshot();
 
     rtt.sort_unstable();
-    let q = snap
-        .lock(QUEUE)
-        .map(|l| l.total.clone())
-        .unwrap_or_default();
+    let q = lock_totals(&snap, QUEUE);
     let per_rt = |v: u64| v as f64 / rounds.max(1) as f64;
     let row = Row {
         placement,

@@ -10,9 +10,13 @@
 //! | [`epoll`] | 003 | an epoll ready list whose lock already protects its wait queue |
 //! | [`bkl`] | 004 | an HTTP server copying its page under one big lock |
 //!
-//! [`cli`], [`meter`], [`report`], [`wait`] and [`affinity`] are the plumbing;
+//! [`cli`], [`meter`], [`report`], [`repeats`], [`wait`], [`affinity`] and
+//! `seed_enum!` are the plumbing;
 //! [`plot`] turns the `--json` outputs into the SVG figures of
 //! `docs/results.md`.
+
+#[macro_use]
+mod variant;
 
 pub mod affinity;
 pub mod bkl;
@@ -23,8 +27,9 @@ pub mod keyed;
 pub mod meter;
 pub mod pipe;
 pub mod plot;
+pub mod repeats;
 pub mod report;
 pub mod wait;
 
-pub use cli::CommonArgs;
+pub use cli::{CommonArgs, RepeatArgs};
 pub use report::{Outcome, Report, VariantRun};

@@ -16,7 +16,6 @@
 //! reported.
 
 use std::cell::UnsafeCell;
-use std::fmt;
 use std::io;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -27,7 +26,7 @@ use lockmeter_model::{Snapshot, Stats};
 use serde::{Deserialize, Serialize};
 
 use crate::report::{fixed, Outcome, TextTable};
-use crate::{affinity, meter};
+use crate::{affinity, meter, repeats};
 
 /// The semaphore guard (rows `pipe.sem`, `pipe.sem.lock`, `pipe.sem.wait`).
 pub const SEM: &str = "pipe.sem";
@@ -38,30 +37,23 @@ pub const WAIT: &str = "pipe.wait";
 /// Bytes the ring holds: one page, like a Linux 2.3 pipe.
 pub const CAPACITY: usize = 4096;
 
-/// What guards the pipe's buffer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Variant {
-    /// A semaphore used as a mutex, like `PIPE_SEM`.
-    Semaphore,
-    /// A spinlock, as in the seed's patch.
-    Spinlock,
-}
-
-impl Variant {
-    pub const ALL: [Variant; 2] = [Variant::Semaphore, Variant::Spinlock];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Variant::Semaphore => "semaphore",
-            Variant::Spinlock => "spinlock",
-        }
+seed_enum! {
+    /// What guards the pipe's buffer.
+    pub enum Variant {
+        /// A semaphore used as a mutex, like `PIPE_SEM`.
+        Semaphore = ("semaphore", "semaphore"),
+        /// A spinlock, as in the seed's patch.
+        Spinlock = ("spinlock", "spinlock"),
     }
 }
 
-impl fmt::Display for Variant {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+impl Variant {
+    /// The seed's own time for 500,000 messages (dual PIII), in seconds.
+    pub fn seed_seconds(self) -> f64 {
+        match self {
+            Variant::Semaphore => 5.7,
+            Variant::Spinlock => 1.9,
+        }
     }
 }
 
@@ -147,19 +139,13 @@ pub fn run(cfg: &Config, handle: &Handle) -> io::Result<Outcome<Results>> {
         out.notes
             .push("fewer than two CPUs available: writer and reader ran unpinned".to_string());
     }
-    let mut done: Vec<(Variant, Vec<(Row, Snapshot)>)> =
-        cfg.variants.iter().map(|&v| (v, Vec::new())).collect();
-    for rep in 0..cfg.repeats.max(1) {
-        for (variant, runs) in done.iter_mut() {
-            eprintln!(
-                "pipe_contention: {variant}, {} messages, run {}/{}",
-                cfg.messages,
-                rep + 1,
-                cfg.repeats.max(1)
-            );
-            runs.push(run_one(*variant, cfg.messages, cpus, handle)?);
-        }
-    }
+    let done = repeats::alternating(
+        "pipe_contention",
+        &format!("{} messages", cfg.messages),
+        &cfg.variants,
+        cfg.repeats,
+        |variant| run_one(variant, cfg.messages, cpus, handle),
+    )?;
     for (variant, mut reps) in done {
         let times: Vec<f64> = reps.iter().map(|(r, _)| r.seconds).collect();
         reps.sort_by(|a, b| a.0.seconds.total_cmp(&b.0.seconds));
@@ -408,11 +394,7 @@ pub fn render(results: &Results) -> String {
                 Variant::Spinlock => "-".to_string(),
             },
             if r.in_order { "yes" } else { "NO" }.to_string(),
-            match r.variant {
-                Variant::Semaphore => "~5.7 s",
-                Variant::Spinlock => "~1.9 s",
-            }
-            .to_string(),
+            format!("~{} s", r.variant.seed_seconds()),
             r.runs_seconds
                 .iter()
                 .map(|s| fixed(*s, 3))

@@ -185,6 +185,11 @@ pub fn without_idle(snap: &Snapshot) -> Snapshot {
     out
 }
 
+/// The totals of lock `id` in `snap`; zeros if it never appeared.
+pub fn lock_totals(snap: &Snapshot, id: &str) -> Stats {
+    snap.lock(id).map(|l| l.total.clone()).unwrap_or_default()
+}
+
 fn busy(s: &Stats) -> bool {
     s.acquisitions + s.rejected + s.wake_calls + s.waits + s.wakeups + s.spurious_wakeups > 0
 }
@@ -269,6 +274,15 @@ impl TextTable {
         }
         out
     }
+}
+
+/// The distinct values, in increasing order: the sizes (sleepers, pool
+/// sizes) that a run measured, one table line or bar group each.
+pub fn distinct<T: Ord>(values: impl IntoIterator<Item = T>) -> Vec<T> {
+    let mut v: Vec<T> = values.into_iter().collect();
+    v.sort_unstable();
+    v.dedup();
+    v
 }
 
 /// `v` with `decimals` decimals.

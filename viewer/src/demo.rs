@@ -138,25 +138,8 @@ impl Demo {
 
     fn spawn_herd(&mut self) -> Result<(), String> {
         for n in 0..SLEEPERS {
-            let (q, stop) = (Arc::clone(&self.queues), Arc::clone(&self.stop));
-            self.spawn(&format!("herd-{n}"), move || {
-                while !stop.load(Ordering::Relaxed) {
-                    // Every sleeper wakes on every connection; one gets it.
-                    q.herd.wait_event_timeout(
-                        || stop.load(Ordering::Relaxed) || claim(&q.herd_pending),
-                        SLEEP_SLICE,
-                    );
-                }
-            })?;
-            let (q, stop) = (Arc::clone(&self.queues), Arc::clone(&self.stop));
-            self.spawn(&format!("excl-{n}"), move || {
-                while !stop.load(Ordering::Relaxed) {
-                    q.exclusive.wait_event_exclusive_timeout(
-                        || stop.load(Ordering::Relaxed) || claim(&q.exclusive_pending),
-                        SLEEP_SLICE,
-                    );
-                }
-            })?;
+            self.spawn_sleeper(&format!("herd-{n}"), false)?;
+            self.spawn_sleeper(&format!("excl-{n}"), true)?;
         }
         let (q, stop) = (Arc::clone(&self.queues), Arc::clone(&self.stop));
         self.spawn("acceptor", move || {
@@ -166,6 +149,28 @@ impl Demo {
                 q.herd.wake_up_all();
                 q.exclusive_pending.fetch_add(1, Ordering::SeqCst);
                 q.exclusive.wake_up();
+            }
+        })
+    }
+
+    /// One server of the herd: it sleeps on `herd` (every sleeper wakes
+    /// on every connection; one gets it) or, `exclusive`, on `exclusive`
+    /// (one sleeper woken per connection), and claims a connection when woken.
+    fn spawn_sleeper(&mut self, name: &str, exclusive: bool) -> Result<(), String> {
+        let (q, stop) = (Arc::clone(&self.queues), Arc::clone(&self.stop));
+        self.spawn(name, move || {
+            let (queue, pending) = if exclusive {
+                (&q.exclusive, &q.exclusive_pending)
+            } else {
+                (&q.herd, &q.herd_pending)
+            };
+            let woken = || stop.load(Ordering::Relaxed) || claim(pending);
+            while !stop.load(Ordering::Relaxed) {
+                if exclusive {
+                    queue.wait_event_exclusive_timeout(woken, SLEEP_SLICE);
+                } else {
+                    queue.wait_event_timeout(woken, SLEEP_SLICE);
+                }
             }
         })
     }

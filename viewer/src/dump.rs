@@ -66,17 +66,9 @@ mod tests {
     use lockmeter_model::{parse_snapshot, ProcessInfo};
     use std::fs;
 
-    fn scratch(name: &str) -> PathBuf {
-        let dir =
-            std::env::temp_dir().join(format!("lockmeter-dump-test-{}-{name}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).unwrap();
-        dir
-    }
-
     #[test]
     fn dumps_round_trip_and_never_overwrite() {
-        let dir = scratch("rt");
+        let dir = tempfile::tempdir().unwrap();
         let snap = Snapshot::empty(
             ProcessInfo {
                 pid: 7,
@@ -84,8 +76,8 @@ mod tests {
             },
             "mock",
         );
-        let p1 = write_snapshot(&dir, &snap, "totals").unwrap();
-        let p2 = write_snapshot(&dir, &snap, "totals").unwrap();
+        let p1 = write_snapshot(dir.path(), &snap, "totals").unwrap();
+        let p2 = write_snapshot(dir.path(), &snap, "totals").unwrap();
         assert_ne!(p1, p2);
         assert!(p1
             .file_name()
@@ -95,13 +87,12 @@ mod tests {
             .starts_with("lockmeter-a_b_c-7-"));
         let back = parse_snapshot(&fs::read_to_string(&p1).unwrap()).unwrap();
         assert_eq!(back, snap);
-        let leftovers: Vec<_> = fs::read_dir(&dir)
+        let leftovers: Vec<_> = fs::read_dir(dir.path())
             .unwrap()
             .filter_map(|e| e.ok())
             .filter(|e| e.file_name().to_string_lossy().contains(".tmp."))
             .collect();
         assert!(leftovers.is_empty());
-        let _ = fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -7,6 +7,7 @@ mod common;
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixListener;
 use std::path::PathBuf;
+use std::process::Output;
 use std::thread;
 
 use common::{assert_clean_failure, fixture, lockmeter, scratch, stderr, stdout};
@@ -133,20 +134,30 @@ fn fake_endpoint(
     (path, t)
 }
 
+/// `lockmeter table` of a [`fake_endpoint`] that `serve`s the one
+/// connection; returns once the server is done too.
+fn table_of_fake_endpoint(
+    name: &str,
+    serve: impl FnOnce(std::os::unix::net::UnixStream) + Send + 'static,
+) -> Output {
+    let (path, server) = fake_endpoint(name, serve);
+    let out = lockmeter(&["table", &path.display().to_string()]);
+    server.join().expect("the fake endpoint panicked");
+    out
+}
+
 #[test]
 fn an_endpoint_that_speaks_garbage() {
-    let (path, t) = fake_endpoint("garbage", |mut s| {
+    let out = table_of_fake_endpoint("garbage", |mut s| {
         let _ = s.write_all(b"SSH-2.0-OpenSSH_9.6\r\n\x00\x01\x02 binary junk\n");
     });
-    let out = lockmeter(&["table", &path.display().to_string()]);
     assert_clean_failure(&out, "does not speak the lockmeter protocol");
     assert!(stderr(&out).contains("SSH-2.0"), "{}", stderr(&out));
-    t.join().unwrap();
 }
 
 #[test]
 fn an_endpoint_that_sends_an_endless_line() {
-    let (path, t) = fake_endpoint("endless", |mut s| {
+    let out = table_of_fake_endpoint("endless", |mut s| {
         let chunk = vec![b'x'; 64 * 1024];
         for _ in 0..4 {
             if s.write_all(&chunk).is_err() {
@@ -154,49 +165,41 @@ fn an_endpoint_that_sends_an_endless_line() {
             }
         }
     });
-    let out = lockmeter(&["table", &path.display().to_string()]);
     assert_clean_failure(&out, "does not speak the lockmeter protocol");
-    t.join().unwrap();
 }
 
 #[test]
 fn an_endpoint_that_hangs_up_at_once() {
-    let (path, t) = fake_endpoint("hangup", drop);
-    let out = lockmeter(&["table", &path.display().to_string()]);
+    let out = table_of_fake_endpoint("hangup", drop);
     assert_clean_failure(&out, "closed the connection");
-    t.join().unwrap();
 }
 
 #[test]
 fn an_endpoint_from_the_future() {
-    let (path, t) = fake_endpoint("future", |mut s| {
+    let out = table_of_fake_endpoint("future", |mut s| {
         let _ = s.write_all(
             b"{\"type\":\"hello\",\"format\":\"lockmeter\",\"version\":99,\"pid\":7,\"name\":\"x\"}\n",
         );
     });
-    let out = lockmeter(&["table", &path.display().to_string()]);
     assert_clean_failure(&out, "version 99");
-    t.join().unwrap();
 }
 
 #[test]
 fn an_endpoint_that_answers_with_an_error() {
-    let (path, t) = fake_endpoint("error", |mut s| {
+    let out = table_of_fake_endpoint("error", |mut s| {
         let _ = s.write_all(b"{\"type\":\"hello\",\"format\":\"lockmeter\",\"version\":1,\"pid\":7,\"name\":\"x\"}\n");
         let mut line = String::new();
         let _ = BufReader::new(s.try_clone().unwrap()).read_line(&mut line);
         let _ = s.write_all(b"{\"type\":\"error\",\"message\":\"too many clients\"}\n");
     });
-    let out = lockmeter(&["table", &path.display().to_string()]);
     assert_clean_failure(&out, "too many clients");
-    t.join().unwrap();
 }
 
 #[test]
 fn a_good_endpoint_is_printed_like_a_file() {
     let snap = std::fs::read_to_string(fixture("pipe_spin.json")).unwrap();
     let value: serde_json::Value = serde_json::from_str(&snap).unwrap();
-    let (path, t) = fake_endpoint("good", move |mut s| {
+    let live = table_of_fake_endpoint("good", move |mut s| {
         let _ = s.write_all(b"{\"type\":\"hello\",\"format\":\"lockmeter\",\"version\":1,\"pid\":4343,\"name\":\"pipedis\"}\n");
         let mut line = String::new();
         let _ = BufReader::new(s.try_clone().unwrap()).read_line(&mut line);
@@ -204,11 +207,9 @@ fn a_good_endpoint_is_printed_like_a_file() {
         let reply = serde_json::json!({ "type": "snapshot", "snapshot": value });
         let _ = s.write_all(format!("{reply}\n").as_bytes());
     });
-    let live = lockmeter(&["table", &path.display().to_string()]);
     let file = lockmeter(&["table", &fixture("pipe_spin.json")]);
     assert!(live.status.success(), "{}", stderr(&live));
     assert_eq!(stdout(&live), stdout(&file));
-    t.join().unwrap();
 }
 
 #[test]

@@ -120,10 +120,16 @@ mod tests {
 
     #[test]
     fn parses_vm_rss() {
-        let status = "Name:\tx\nVmPeak:\t  9000 kB\nVmRSS:\t    1234 kB\nThreads:\t1\n";
-        assert_eq!(parse_vm_rss(status), Some(1234));
-        assert_eq!(parse_vm_rss("Name:\tx\n"), None);
-        assert_eq!(parse_vm_rss("VmRSS:\tlots kB\n"), None);
+        for (status, want) in [
+            (
+                "Name:\tx\nVmPeak:\t  9000 kB\nVmRSS:\t    1234 kB\nThreads:\t1\n",
+                Some(1234),
+            ),
+            ("Name:\tx\n", None),
+            ("VmRSS:\tlots kB\n", None),
+        ] {
+            assert_eq!(parse_vm_rss(status), want, "{status:?}");
+        }
     }
 
     #[test]

@@ -16,55 +16,32 @@
 //!
 //! Usage: `endpoint_demo [ACQUISITIONS=1000] [THREADS=4] [--exit-holding]`
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
 use tracing_subscriber::prelude::*;
 
+mod common;
+
 fn main() {
-    let mut numbers = Vec::new();
-    let mut exit_holding = false;
-    for arg in std::env::args().skip(1) {
-        match arg.as_str() {
-            "--exit-holding" => exit_holding = true,
-            n => match n.parse::<u64>() {
-                Ok(n) => numbers.push(n),
-                Err(_) => {
-                    eprintln!("usage: endpoint_demo [ACQUISITIONS] [THREADS] [--exit-holding]");
-                    std::process::exit(2);
-                }
-            },
-        }
-    }
-    let total = numbers.first().copied().unwrap_or(1000);
-    let threads = numbers.get(1).copied().unwrap_or(4).max(1);
+    let (args, [exit_holding]) = common::DemoArgs::parse(
+        "usage: endpoint_demo [ACQUISITIONS] [THREADS] [--exit-holding]",
+        ["--exit-holding"],
+    );
+    let total = args.number(0, 1000);
+    let threads = args.number(1, 4).max(1);
 
     tracing_subscriber::registry()
         .with(lockmeter::Layer::new())
         .init();
 
     let counter = Arc::new(lockmeter::Mutex::named("demo.counter", 0u64));
-    let workers: Vec<_> = (0..threads)
-        .map(|i| {
-            let counter = Arc::clone(&counter);
-            // The first thread also takes the remainder, so the sum is exact.
-            let share = total / threads + if i == 0 { total % threads } else { 0 };
-            thread::spawn(move || {
-                for _ in 0..share {
-                    *counter.lock() += 1;
-                }
-            })
-        })
-        .collect();
-    for w in workers {
-        w.join().expect("a worker panicked");
-    }
+    let adder = Arc::clone(&counter);
+    common::spread_over_threads(total, threads, move || *adder.lock() += 1);
 
-    println!("ready {total}");
-    let _ = std::io::stdout().flush();
-    let _ = std::io::stdin().read_to_end(&mut Vec::new());
+    common::say_ready_and_wait_for_stdin(&format!("ready {total}"));
 
     if exit_holding {
         let guard = counter.lock();

@@ -21,12 +21,13 @@
 //!
 //! Usage: `prometheus_demo [ACQUISITIONS=1000] [THREADS=4] [WAITS=5]`
 
-use std::io::{Read, Write};
 use std::sync::{mpsc, Arc};
 use std::thread;
 use std::time::Duration;
 
 use tracing_subscriber::prelude::*;
+
+mod common;
 
 /// How long the holder of `prom.slow` keeps it while the other waits: in
 /// the middle of its octave, so scheduling delays of a few ms on a busy
@@ -34,40 +35,21 @@ use tracing_subscriber::prelude::*;
 const HOLD: Duration = Duration::from_millis(24);
 
 fn main() {
-    let mut numbers = Vec::new();
-    for arg in std::env::args().skip(1) {
-        match arg.parse::<u64>() {
-            Ok(n) => numbers.push(n),
-            Err(_) => {
-                eprintln!("usage: prometheus_demo [ACQUISITIONS] [THREADS] [WAITS]");
-                std::process::exit(2);
-            }
-        }
-    }
-    let total = numbers.first().copied().unwrap_or(1000);
-    let threads = numbers.get(1).copied().unwrap_or(4).max(1);
-    let waits = numbers.get(2).copied().unwrap_or(5);
+    let (args, []) = common::DemoArgs::parse(
+        "usage: prometheus_demo [ACQUISITIONS] [THREADS] [WAITS]",
+        [],
+    );
+    let total = args.number(0, 1000);
+    let threads = args.number(1, 4).max(1);
+    let waits = args.number(2, 5);
 
     let layer = lockmeter::Layer::new();
     let handle = layer.handle();
     tracing_subscriber::registry().with(layer).init();
 
     let counter = Arc::new(lockmeter::Mutex::named("prom.counter", 0u64));
-    let workers: Vec<_> = (0..threads)
-        .map(|i| {
-            let counter = Arc::clone(&counter);
-            // The first thread also takes the remainder, so the sum is exact.
-            let share = total / threads + if i == 0 { total % threads } else { 0 };
-            thread::spawn(move || {
-                for _ in 0..share {
-                    *counter.lock() += 1;
-                }
-            })
-        })
-        .collect();
-    for w in workers {
-        w.join().expect("a worker panicked");
-    }
+    let adder = Arc::clone(&counter);
+    common::spread_over_threads(total, threads, move || *adder.lock() += 1);
 
     let slow = Arc::new(lockmeter::Mutex::named("prom.slow", ()));
     for _ in 0..waits {
@@ -90,9 +72,7 @@ fn main() {
     handle.reset();
     keep_busy();
     hold_one_forever();
-    println!("ready {total} {waits}");
-    let _ = std::io::stdout().flush();
-    let _ = std::io::stdin().read_to_end(&mut Vec::new());
+    common::say_ready_and_wait_for_stdin(&format!("ready {total} {waits}"));
 }
 
 /// Two threads on `prom.busy`: one holds it 2 ms in every 10, the other

@@ -10,6 +10,7 @@
 //! stderr and is ignored.
 
 use std::ffi::{OsStr, OsString};
+use std::ops::RangeInclusive;
 #[cfg(unix)]
 use std::path::PathBuf;
 #[cfg(unix)]
@@ -160,6 +161,100 @@ fn ignored(name: &str, value: &OsStr, why: &str) -> String {
     format!("{name}={}: {why}; ignored", value.to_string_lossy())
 }
 
+/// The variables as a lookup sees them, and one warning per value that was
+/// ignored: the parsers below read through one, so that a bad value is
+/// reported the same way whichever variable it is. (`now_overrides` keeps
+/// its own lookup: it also takes a value of blanks for unset.)
+struct Reader<'a> {
+    get: Lookup<'a>,
+    warnings: Vec<String>,
+}
+
+impl<'a> Reader<'a> {
+    fn new(get: Lookup<'a>) -> Self {
+        Reader {
+            get,
+            warnings: Vec::new(),
+        }
+    }
+
+    /// The value of `name`; an empty value is no value.
+    fn raw(&self, name: &str) -> Option<OsString> {
+        (self.get)(name).filter(|v| !v.is_empty())
+    }
+
+    /// Reports `value` of `name` as ignored, for `why`.
+    fn bad(&mut self, name: &str, value: &OsStr, why: &str) {
+        self.warnings.push(ignored(name, value, why));
+    }
+
+    /// `name` through `parse`; a value `parse` refuses is reported with
+    /// what was `expected`, and is `None` like an unset one.
+    fn parse<T>(
+        &mut self,
+        name: &str,
+        expected: &str,
+        parse: impl FnOnce(&OsStr) -> Option<T>,
+    ) -> Option<T> {
+        let v = self.raw(name)?;
+        let parsed = parse(&v);
+        if parsed.is_none() {
+            self.bad(name, &v, expected);
+        }
+        parsed
+    }
+
+    /// `name` as off (`Some(None)`: `0`, `off`, `none`, `false`, `no`) or a
+    /// value `parse` takes; a value it refuses is reported with its reason.
+    #[cfg(unix)]
+    fn off_or<T>(
+        &mut self,
+        name: &str,
+        parse: impl FnOnce(&OsStr) -> Result<T, String>,
+    ) -> Option<Option<T>> {
+        let v = self.raw(name)?;
+        if is_off(&v) {
+            return Some(None);
+        }
+        match parse(&v) {
+            Ok(value) => Some(Some(value)),
+            Err(why) => {
+                self.bad(name, &v, &why);
+                None
+            }
+        }
+    }
+
+    /// A whole number in `range`; `expected` says which.
+    fn number(&mut self, name: &str, range: RangeInclusive<u64>, expected: &str) -> Option<u64> {
+        self.parse(name, expected, |v| {
+            parse_u64(v).filter(|n| range.contains(n))
+        })
+    }
+
+    /// A count from 1 to `max`.
+    #[cfg(unix)]
+    fn count(&mut self, name: &str, max: usize) -> Option<usize> {
+        let expected = format!("expected a number from 1 to {max}");
+        let n = self.number(name, 1..=max as u64, &expected)?;
+        Some(n as usize)
+    }
+
+    /// A switch: `1`/`true`/`on`/`yes` or `0`/`false`/`off`/`no`.
+    #[cfg(unix)]
+    fn flag(&mut self, name: &str) -> Option<bool> {
+        self.parse(name, "expected 1 or 0", parse_bool)
+    }
+
+    /// A positive number of milliseconds.
+    #[cfg(unix)]
+    fn millis(&mut self, name: &str) -> Option<Duration> {
+        self.parse(name, "expected a positive number of milliseconds", |v| {
+            parse_u64(v).filter(|&n| n > 0).map(Duration::from_millis)
+        })
+    }
+}
+
 /// `LOCKMETER_HOLD_SAMPLING` from the process environment, which wins over
 /// `LayerBuilder::sample_uncontended_holds` so that a run can time every
 /// hold (`1`) without recompiling. A bad value is reported and ignored.
@@ -173,17 +268,10 @@ pub(crate) fn hold_sampling() -> Option<u32> {
 
 /// `LOCKMETER_HOLD_SAMPLING` as `get` sees it, and the warning for a bad value.
 fn hold_sampling_in(get: Lookup<'_>) -> (Option<u32>, Option<String>) {
-    const NAME: &str = "LOCKMETER_HOLD_SAMPLING";
-    let Some(v) = get(NAME).filter(|v| !v.is_empty()) else {
-        return (None, None);
-    };
-    match parse_u64(&v).filter(|n| (1..=1 << 31).contains(n)) {
-        Some(n) => (Some(n as u32), None),
-        None => {
-            let why = format!("expected a whole number from 1 to {}", 1u32 << 31);
-            (None, Some(ignored(NAME, &v, &why)))
-        }
-    }
+    let mut r = Reader::new(get);
+    let expected = format!("expected a whole number from 1 to {}", 1u32 << 31);
+    let every = r.number("LOCKMETER_HOLD_SAMPLING", 1..=1 << 31, &expected);
+    (every.map(|n| n as u32), r.warnings.pop())
 }
 
 /// `LOCKMETER_BUDGET` from the process environment, which wins over
@@ -199,21 +287,13 @@ pub(crate) fn budget() -> Option<Option<f64>> {
 
 /// `LOCKMETER_BUDGET` as `get` sees it, and the warning for a bad value.
 fn budget_in(get: Lookup<'_>) -> (Option<Option<f64>>, Option<String>) {
-    const NAME: &str = "LOCKMETER_BUDGET";
-    let Some(v) = get(NAME).filter(|v| !v.is_empty()) else {
-        return (None, None);
-    };
-    match v.to_str().and_then(crate::recorder::probe::parse_budget) {
-        Some(b) => (Some(b), None),
-        None => (
-            None,
-            Some(ignored(
-                NAME,
-                &v,
-                "expected a share such as 1% or 0.5% (at most 100%), or off",
-            )),
-        ),
-    }
+    let mut r = Reader::new(get);
+    let budget = r.parse(
+        "LOCKMETER_BUDGET",
+        "expected a share such as 1% or 0.5% (at most 100%), or off",
+        |v| v.to_str().and_then(crate::recorder::probe::parse_budget),
+    );
+    (budget, r.warnings.pop())
 }
 
 /// What the stack variables say; `None` and empty where unset.
@@ -237,40 +317,31 @@ pub(crate) fn stacks() -> StackVars {
 
 /// The stack variables as `get` sees them, and a warning per bad value.
 fn stacks_in(get: Lookup<'_>) -> (StackVars, Vec<String>) {
-    let mut vars = StackVars::default();
-    let mut warnings = Vec::new();
-    let set = |name| get(name).filter(|v: &OsString| !v.is_empty());
-    if let Some(v) = set("LOCKMETER_STACK_RATE") {
-        match parse_u64(&v) {
-            Some(n) => vars.rate_ns = Some(n),
-            None => warnings.push(ignored(
-                "LOCKMETER_STACK_RATE",
-                &v,
-                "expected a whole number of nanoseconds (0 turns stacks off)",
-            )),
-        }
-    }
-    if let Some(v) = set("LOCKMETER_STACK_DEPTH") {
-        let max = crate::stacks::MAX_STACK_DEPTH as u64;
-        match parse_u64(&v).filter(|n| (1..=max).contains(n)) {
-            Some(n) => vars.depth = Some(n as usize),
-            None => warnings.push(ignored(
+    let mut r = Reader::new(get);
+    let max_depth = crate::stacks::MAX_STACK_DEPTH as u64;
+    let vars = StackVars {
+        rate_ns: r.parse(
+            "LOCKMETER_STACK_RATE",
+            "expected a whole number of nanoseconds (0 turns stacks off)",
+            parse_u64,
+        ),
+        depth: r
+            .number(
                 "LOCKMETER_STACK_DEPTH",
-                &v,
-                &format!("expected a whole number from 1 to {max}"),
-            )),
-        }
-    }
-    if let Some(v) = set("LOCKMETER_SKIP_FRAMES") {
-        vars.skip = v
-            .to_string_lossy()
-            .split(',')
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .map(str::to_string)
-            .collect();
-    }
-    (vars, warnings)
+                1..=max_depth,
+                &format!("expected a whole number from 1 to {max_depth}"),
+            )
+            .map(|n| n as usize),
+        skip: r.raw("LOCKMETER_SKIP_FRAMES").map_or_else(Vec::new, |v| {
+            v.to_string_lossy()
+                .split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(str::to_string)
+                .collect()
+        }),
+    };
+    (vars, r.warnings)
 }
 
 /// `s` with `LOCKMETER_DEADLOCK`, `LOCKMETER_STALL` and
@@ -348,173 +419,104 @@ pub(crate) fn export_overrides(
     mut config: ExportConfig,
     get: Lookup<'_>,
 ) -> (ExportConfig, Vec<String>) {
-    let mut warnings = Vec::new();
-    let mut bad = |name: &str, value: &OsStr, why: &str| warnings.push(ignored(name, value, why));
-    let set = |name: &str| get(name).filter(|v| !v.is_empty());
-
-    if let Some(v) = set("LOCKMETER_DUMP") {
-        config.dump = if is_off(&v) {
-            None
-        } else {
-            Some(PathBuf::from(v))
-        };
+    let mut r = Reader::new(get);
+    // Each variable that is set, and good, replaces what the code set.
+    let path = |v: &OsStr| Ok(PathBuf::from(v));
+    config.dump = r.off_or("LOCKMETER_DUMP", path).unwrap_or(config.dump);
+    config.listen = r
+        .off_or("LOCKMETER_LISTEN", parse_listen)
+        .unwrap_or(config.listen);
+    config.max_clients = r
+        .count("LOCKMETER_MAX_CLIENTS", 4096)
+        .unwrap_or(config.max_clients);
+    if let Some(timeout) = r.millis("LOCKMETER_CLIENT_TIMEOUT_MS") {
+        // Through the setter, which keeps its floor.
+        config = config.client_timeout(timeout);
     }
-    if let Some(v) = set("LOCKMETER_DUMP_SIGNAL") {
-        match parse_bool(&v) {
-            Some(b) => config.dump_signal = b,
-            None => bad("LOCKMETER_DUMP_SIGNAL", &v, "expected 1 or 0"),
+    let record = |v: &OsStr| Ok(RecordConfig::new(PathBuf::from(v)));
+    config.record = r
+        .off_or("LOCKMETER_RECORD", record)
+        .unwrap_or(config.record);
+    apply_record_limits(&mut config, &mut r);
+    apply_prometheus(&mut config, &mut r);
+    for (name, switch) in [
+        ("LOCKMETER_DUMP_SIGNAL", &mut config.dump_signal),
+        ("LOCKMETER_LISTEN_ALLOW_REMOTE", &mut config.allow_remote),
+        (
+            "LOCKMETER_PROMETHEUS_ALLOW_REMOTE",
+            &mut config.prometheus_allow_remote,
+        ),
+        ("LOCKMETER_QUIET", &mut config.quiet),
+    ] {
+        if let Some(on) = r.flag(name) {
+            *switch = on;
         }
     }
-    if let Some(v) = set("LOCKMETER_LISTEN") {
-        if is_off(&v) {
-            config.listen = None;
-        } else {
-            match v.to_str().map(str::parse::<ListenAddr>) {
-                Some(Ok(addr)) => config.listen = Some(addr),
-                Some(Err(e)) => bad("LOCKMETER_LISTEN", &v, &e.to_string()),
-                // A non-UTF-8 value can only be a path.
-                None => config.listen = Some(ListenAddr::Unix(PathBuf::from(v))),
-            }
-        }
-    }
-    if let Some(v) = set("LOCKMETER_LISTEN_ALLOW_REMOTE") {
-        match parse_bool(&v) {
-            Some(b) => config.allow_remote = b,
-            None => bad("LOCKMETER_LISTEN_ALLOW_REMOTE", &v, "expected 1 or 0"),
-        }
-    }
-    if let Some(v) = set("LOCKMETER_MAX_CLIENTS") {
-        match parse_u64(&v).filter(|n| (1..=4096).contains(n)) {
-            Some(n) => config = config.max_clients(n as usize),
-            None => bad(
-                "LOCKMETER_MAX_CLIENTS",
-                &v,
-                "expected a number from 1 to 4096",
-            ),
-        }
-    }
-    if let Some(v) = set("LOCKMETER_CLIENT_TIMEOUT_MS") {
-        match parse_u64(&v).filter(|&n| n > 0) {
-            Some(ms) => config = config.client_timeout(Duration::from_millis(ms)),
-            None => bad(
-                "LOCKMETER_CLIENT_TIMEOUT_MS",
-                &v,
-                "expected a positive number of milliseconds",
-            ),
-        }
-    }
-    if let Some(v) = set("LOCKMETER_RECORD") {
-        config.record = if is_off(&v) {
-            None
-        } else {
-            Some(RecordConfig::new(PathBuf::from(v)))
-        };
-    }
-    apply_record_limits(&mut config, get, &mut bad);
-    apply_prometheus(&mut config, get, &mut bad);
-    if let Some(v) = set("LOCKMETER_QUIET") {
-        match parse_bool(&v) {
-            Some(b) => config.quiet = b,
-            None => bad("LOCKMETER_QUIET", &v, "expected 1 or 0"),
-        }
-    }
-    (config, warnings)
+    (config, r.warnings)
 }
 
 /// The `LOCKMETER_RECORD_*` settings, which need a recording to apply to.
 #[cfg(unix)]
-fn apply_record_limits(
-    config: &mut ExportConfig,
-    get: Lookup<'_>,
-    bad: &mut dyn FnMut(&str, &OsStr, &str),
-) {
+fn apply_record_limits(config: &mut ExportConfig, r: &mut Reader<'_>) {
     const NAMES: [&str; 4] = [
         "LOCKMETER_RECORD_INTERVAL_MS",
         "LOCKMETER_RECORD_MAX_BYTES",
         "LOCKMETER_RECORD_MAX_SECS",
         "LOCKMETER_RECORD_ON_FULL",
     ];
-    let values: Vec<Option<OsString>> = NAMES
-        .iter()
-        .map(|n| get(n).filter(|v| !v.is_empty()))
-        .collect();
     let Some(mut rec) = config.record.take() else {
-        for (name, v) in NAMES.iter().zip(&values) {
-            if let Some(v) = v {
-                bad(name, v, "no recording is set (LOCKMETER_RECORD)");
+        for name in NAMES {
+            if let Some(v) = r.raw(name) {
+                r.bad(name, &v, "no recording is set (LOCKMETER_RECORD)");
             }
         }
         return;
     };
-    if let Some(v) = &values[0] {
-        match parse_u64(v).filter(|&n| n > 0) {
-            Some(ms) => rec = rec.interval(Duration::from_millis(ms)),
-            None => bad(NAMES[0], v, "expected a positive number of milliseconds"),
-        }
+    if let Some(interval) = r.millis(NAMES[0]) {
+        rec = rec.interval(interval);
     }
-    if let Some(v) = &values[1] {
-        match v.to_str().and_then(parse_size) {
-            Some(n) => rec = rec.max_bytes(Some(n)),
-            None => bad(
-                NAMES[1],
-                v,
-                "expected a size such as 1048576, 512K, 64M or 1G (0 for no limit)",
-            ),
-        }
+    let size = "expected a size such as 1048576, 512K, 64M or 1G (0 for no limit)";
+    if let Some(n) = r.parse(NAMES[1], size, |v| v.to_str().and_then(parse_size)) {
+        rec = rec.max_bytes(Some(n));
     }
-    if let Some(v) = &values[2] {
-        match parse_u64(v) {
-            Some(s) => rec = rec.max_age(Some(Duration::from_secs(s))),
-            None => bad(NAMES[2], v, "expected a number of seconds (0 for no limit)"),
-        }
+    let secs = "expected a number of seconds (0 for no limit)";
+    if let Some(s) = r.parse(NAMES[2], secs, parse_u64) {
+        rec = rec.max_age(Some(Duration::from_secs(s)));
     }
-    if let Some(v) = &values[3] {
-        match v.to_str().map(|s| s.trim().to_ascii_lowercase()).as_deref() {
-            Some("rotate") => rec = rec.on_full(OnFull::Rotate),
-            Some("stop") => rec = rec.on_full(OnFull::Stop),
-            _ => bad(NAMES[3], v, "expected rotate or stop"),
-        }
+    let on_full = |v: &OsStr| match v.to_str()?.trim().to_ascii_lowercase().as_str() {
+        "rotate" => Some(OnFull::Rotate),
+        "stop" => Some(OnFull::Stop),
+        _ => None,
+    };
+    if let Some(on_full) = r.parse(NAMES[3], "expected rotate or stop", on_full) {
+        rec = rec.on_full(on_full);
     }
     config.record = Some(rec);
 }
 
 /// The `LOCKMETER_PROMETHEUS*` settings.
 #[cfg(unix)]
-fn apply_prometheus(
-    config: &mut ExportConfig,
-    get: Lookup<'_>,
-    bad: &mut dyn FnMut(&str, &OsStr, &str),
-) {
-    let set = |name: &str| get(name).filter(|v| !v.is_empty());
-    if let Some(v) = set("LOCKMETER_PROMETHEUS") {
-        if is_off(&v) {
-            config.prometheus = None;
-        } else {
-            match v.to_str().and_then(parse_socket_addr) {
-                Some(addr) => config.prometheus = Some(addr),
-                None => bad(
-                    "LOCKMETER_PROMETHEUS",
-                    &v,
-                    "expected an address such as 127.0.0.1:9464",
-                ),
-            }
-        }
-    }
-    if let Some(v) = set("LOCKMETER_PROMETHEUS_ALLOW_REMOTE") {
-        match parse_bool(&v) {
-            Some(b) => config.prometheus_allow_remote = b,
-            None => bad("LOCKMETER_PROMETHEUS_ALLOW_REMOTE", &v, "expected 1 or 0"),
-        }
-    }
-    if let Some(v) = set("LOCKMETER_PROMETHEUS_TOP_SITES") {
-        match parse_u64(&v).filter(|n| (1..=10_000).contains(n)) {
-            Some(n) => config.prometheus_top_sites = n as usize,
-            None => bad(
-                "LOCKMETER_PROMETHEUS_TOP_SITES",
-                &v,
-                "expected a number from 1 to 10000",
-            ),
-        }
+fn apply_prometheus(config: &mut ExportConfig, r: &mut Reader<'_>) {
+    let addr = |v: &OsStr| {
+        v.to_str()
+            .and_then(parse_socket_addr)
+            .ok_or_else(|| "expected an address such as 127.0.0.1:9464".to_string())
+    };
+    config.prometheus = r
+        .off_or("LOCKMETER_PROMETHEUS", addr)
+        .unwrap_or(config.prometheus);
+    let top_sites = r.count("LOCKMETER_PROMETHEUS_TOP_SITES", 10_000);
+    config.prometheus_top_sites = top_sites.unwrap_or(config.prometheus_top_sites);
+}
+
+/// A `LOCKMETER_LISTEN` address; a non-UTF-8 value can only be a path.
+#[cfg(unix)]
+fn parse_listen(v: &OsStr) -> Result<ListenAddr, String> {
+    match v.to_str() {
+        Some(s) => s
+            .parse()
+            .map_err(|e: lockmeter_wire::AddrError| e.to_string()),
+        None => Ok(ListenAddr::Unix(PathBuf::from(v))),
     }
 }
 
@@ -678,11 +680,17 @@ mod tests {
             ("LOCKMETER_QUIET", "maybe"),
             ("LOCKMETER_RECORD_INTERVAL_MS", "100"),
         ]);
-        assert_eq!(w.len(), 5, "{w:?}");
-        assert!(w.iter().all(|l| l.contains("ignored") && !l.contains('\n')));
-        assert!(w
-            .iter()
-            .any(|l| l.starts_with("LOCKMETER_RECORD_INTERVAL_MS=100: no recording")));
+        // One line each, in the order of the table, saying what was expected.
+        assert_eq!(
+            w,
+            [
+                "LOCKMETER_LISTEN=tcp://example.com:80: tcp://example.com:80: expected tcp://IP:PORT such as tcp://127.0.0.1:7878 (host names other than localhost are not looked up); ignored",
+                "LOCKMETER_MAX_CLIENTS=0: expected a number from 1 to 4096; ignored",
+                "LOCKMETER_CLIENT_TIMEOUT_MS=soon: expected a positive number of milliseconds; ignored",
+                "LOCKMETER_RECORD_INTERVAL_MS=100: no recording is set (LOCKMETER_RECORD); ignored",
+                "LOCKMETER_QUIET=maybe: expected 1 or 0; ignored",
+            ]
+        );
         assert_eq!(c, ExportConfig::default());
         let (c, w) = run(&[
             ("LOCKMETER_RECORD", "/r"),
@@ -718,20 +726,21 @@ mod tests {
 
     #[test]
     fn sizes() {
-        assert_eq!(parse_size("4096"), Some(4096));
-        assert_eq!(parse_size("512K"), Some(512 << 10));
-        assert_eq!(parse_size("64MiB"), Some(64 << 20));
-        assert_eq!(parse_size("1gb"), Some(1 << 30));
-        assert_eq!(parse_size("0"), Some(0));
-        for bad in [
-            "",
-            "M",
-            "-1",
-            "1.5M",
-            "99999999999999999999",
-            "17179869184G",
+        for (v, want) in [
+            ("4096", Some(4096)),
+            ("512K", Some(512 << 10)),
+            ("64MiB", Some(64 << 20)),
+            ("1gb", Some(1 << 30)),
+            ("0", Some(0)),
+            ("", None),
+            ("M", None),
+            ("-1", None),
+            ("1.5M", None),
+            // Too large for a u64, as a number and after the unit.
+            ("99999999999999999999", None),
+            ("17179869184G", None),
         ] {
-            assert_eq!(parse_size(bad), None, "{bad}");
+            assert_eq!(parse_size(v), want, "{v:?}");
         }
     }
 

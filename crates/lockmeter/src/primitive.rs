@@ -16,23 +16,14 @@ pub(crate) use loom::sync::atomic::{
     fence, AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering,
 };
 
-/// Spin-wait hint; a yield point for loom.
-#[inline]
-pub(crate) fn spin_loop() {
-    #[cfg(not(lockmeter_loom))]
-    std::hint::spin_loop();
-    #[cfg(lockmeter_loom)]
-    loom::thread::yield_now();
-}
+// `spin_loop` is the spin-wait hint and `yield_now` gives the CPU away for
+// a moment; under loom both are a yield point, so a spinning thread lets
+// the others run.
+#[cfg(not(lockmeter_loom))]
+pub(crate) use std::{hint::spin_loop, thread::yield_now};
 
-/// Gives the CPU away for a moment.
-#[inline]
-pub(crate) fn yield_now() {
-    #[cfg(not(lockmeter_loom))]
-    std::thread::yield_now();
-    #[cfg(lockmeter_loom)]
-    loom::thread::yield_now();
-}
+#[cfg(lockmeter_loom)]
+pub(crate) use loom::thread::{yield_now, yield_now as spin_loop};
 
 /// Defines a `const fn` that is a plain `fn` under loom, whose atomics
 /// cannot be built in const context.

@@ -7,21 +7,30 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{join_all, lock, observe, on_each, spawn_each};
+use common::{assert_sites_within, join_all, lock, observe, on_each, spawn_each};
 use lockmeter::{Mutex, RwLock, Semaphore, SpinLock};
 
 const THREADS: u64 = 4;
 const ITERS: u64 = 20_000;
 
+/// `THREADS` observed threads that each run `f(&shared, thread)` `ITERS`
+/// times; all have exited on return.
+fn iterate_on_each<T: Send + Sync + 'static>(
+    shared: &Arc<T>,
+    f: impl Fn(&T, u64) + Send + Sync + 'static,
+) {
+    on_each(THREADS, shared, move |shared, i| {
+        for _ in 0..ITERS {
+            f(shared, i);
+        }
+    });
+}
+
 #[test]
 fn spinlock_total_is_threads_times_iterations() {
     let (handle, ()) = observe(|| {
         let l = Arc::new(SpinLock::named("exact.spin", 0u64));
-        on_each(THREADS, &l, |l, _| {
-            for _ in 0..ITERS {
-                *l.lock() += 1;
-            }
-        });
+        iterate_on_each(&l, |l, _| *l.lock() += 1);
         assert_eq!(*l.lock(), THREADS * ITERS);
     });
     let snap = handle.snapshot();
@@ -39,13 +48,11 @@ fn mutex_counts_survive_thread_exit_and_sites_stay_separate() {
     let (handle, ()) = observe(|| {
         let m = Arc::new(Mutex::named("exact.mutex", 0u64));
         // Every thread has exited before the snapshot.
-        on_each(THREADS, &m, |m, i| {
-            for _ in 0..ITERS {
-                if i % 2 == 0 {
-                    *m.lock() += 1; // site A
-                } else {
-                    *m.lock() += 1; // site B
-                }
+        iterate_on_each(&m, |m, i| {
+            if i % 2 == 0 {
+                *m.lock() += 1; // site A
+            } else {
+                *m.lock() += 1; // site B
             }
         });
     });
@@ -102,19 +109,14 @@ fn rwlock_rows_split_read_and_write() {
     });
     let snap = handle.snapshot();
     let l = lock(&snap, "exact.rw");
-    let reads: u64 = l
-        .sites
-        .iter()
-        .filter(|s| s.mode.as_deref() == Some("read"))
-        .map(|s| s.stats.acquisitions)
-        .sum();
-    let writes: u64 = l
-        .sites
-        .iter()
-        .filter(|s| s.mode.as_deref() == Some("write"))
-        .map(|s| s.stats.acquisitions)
-        .sum();
-    assert_eq!((reads, writes), (5, 3));
+    let acquired_as = |mode: &str| -> u64 {
+        l.sites
+            .iter()
+            .filter(|s| s.mode.as_deref() == Some(mode))
+            .map(|s| s.stats.acquisitions)
+            .sum()
+    };
+    assert_eq!((acquired_as("read"), acquired_as("write")), (5, 3));
 }
 
 #[test]
@@ -142,14 +144,7 @@ fn semaphore_shows_its_inner_lock_and_wait_queue() {
     assert!(sem.total.contended > 0);
     let inner = lock(&snap, "exact.sem.lock");
     assert_eq!(inner.parent.as_deref(), Some("exact.sem"));
-    assert!(
-        inner
-            .sites
-            .iter()
-            .all(|s| s.site.contains("crates/lockmeter/src/")),
-        "{:?}",
-        inner.sites
-    );
+    assert_sites_within(inner, "crates/lockmeter/src/");
     let wait = lock(&snap, "exact.sem.wait");
     assert_eq!(wait.parent.as_deref(), Some("exact.sem"));
     // Every sleeper that was woken is accounted as a wakeup of the queue.

@@ -8,11 +8,11 @@ use std::io::Write;
 use std::net::TcpStream;
 use std::os::unix::net::UnixStream;
 use std::sync::Arc;
-use std::thread;
 use std::time::Duration;
 
 use export_common::{
-    acquisitions, assert_error_then_close, read_to_close, scratch_dir, wait_until, FakeSource,
+    acquisitions, assert_error_then_close, clients_at_once, read_to_close, scratch_dir, wait_until,
+    FakeSource,
 };
 use lockmeter::export::{self, ExportConfig, Exporter, ListenAddr};
 use lockmeter_wire::{self as wire, Client, EndpointAddr, Response};
@@ -131,20 +131,13 @@ fn a_client_that_never_reads_is_dropped_and_counted() {
 fn fifty_clients_at_once_all_get_exact_counts() {
     let src = FakeSource::new(12_345);
     let (exp, addr) = unix_endpoint("fifty", &src, ExportConfig::default());
-    let clients: Vec<_> = (0..50)
-        .map(|_| {
-            let addr = addr.clone();
-            thread::spawn(move || {
-                let mut c = Client::connect(&addr, TIMEOUT).unwrap();
-                (0..5)
-                    .map(|_| acquisitions(&c.snapshot().unwrap()))
-                    .collect::<Vec<_>>()
-            })
-        })
-        .collect();
-    for c in clients {
-        assert_eq!(c.join().unwrap(), vec![12_345; 5]);
-    }
+    let seen = clients_at_once(50, || {
+        let mut c = Client::connect(&addr, TIMEOUT).unwrap();
+        (0..5)
+            .map(|_| acquisitions(&c.snapshot().unwrap()))
+            .collect::<Vec<_>>()
+    });
+    assert_eq!(seen, vec![vec![12_345; 5]; 50]);
     let stats = exp.endpoint_stats().unwrap();
     assert_eq!(
         (stats.accepted, stats.refused_clients, stats.dropped_clients),

@@ -8,7 +8,7 @@ mod common;
 
 use std::sync::{Arc, Barrier};
 
-use common::lock;
+use common::{install_global, lock};
 use lockmeter::{Mutex, Semaphore, SpinLock};
 use tracing_subscriber::prelude::*;
 
@@ -17,10 +17,7 @@ const ROUNDS: u64 = 20_000;
 
 #[test]
 fn every_thread_records_into_the_global_layer_and_scopes_stay_apart() {
-    let layer = lockmeter::Layer::new();
-    let global = layer.handle();
-    tracing::subscriber::set_global_default(tracing_subscriber::registry().with(layer))
-        .expect("no global subscriber yet in this test binary");
+    let global = install_global();
 
     let spin = Arc::new(SpinLock::named("global.spin", 0u64));
     let mutex = Arc::new(Mutex::named("global.mutex", 0u64));

@@ -68,13 +68,22 @@ fn semaphore_up_wakes_a_sleeping_down() {
     });
 }
 
+/// A wait queue, a flag, and a thread that waits on the queue through
+/// `wait` until the flag is set; the models set it and wake.
+fn flag_waiter(
+    wait: fn(&WaitQueue, &dyn Fn() -> bool),
+) -> (Arc<WaitQueue>, Arc<AtomicBool>, thread::JoinHandle<()>) {
+    let q = Arc::new(WaitQueue::new());
+    let flag = Arc::new(AtomicBool::new(false));
+    let (q2, f2) = (q.clone(), flag.clone());
+    let waiter = thread::spawn(move || wait(&q2, &|| f2.load(Ordering::Acquire)));
+    (q, flag, waiter)
+}
+
 #[test]
 fn concurrent_wait_and_wake_lose_nothing() {
     loom::model(|| {
-        let q = Arc::new(WaitQueue::new());
-        let flag = Arc::new(AtomicBool::new(false));
-        let (q2, f2) = (q.clone(), flag.clone());
-        let waiter = thread::spawn(move || q2.wait_event(|| f2.load(Ordering::Acquire)));
+        let (q, flag, waiter) = flag_waiter(|q, ready| q.wait_event(ready));
         flag.store(true, Ordering::Release);
         q.wake_up();
         waiter.join().unwrap();
@@ -144,11 +153,7 @@ fn exclusive_wake_one_wakes_at_most_one_and_loses_none() {
 #[test]
 fn keyed_wake_wakes_only_matching_waiters() {
     loom::model(|| {
-        let q = Arc::new(WaitQueue::new());
-        let ready = Arc::new(AtomicBool::new(false));
-        let (q2, r2) = (q.clone(), ready.clone());
-        let waiter =
-            thread::spawn(move || q2.wait_event_keyed(0b01, || r2.load(Ordering::Acquire)));
+        let (q, ready, waiter) = flag_waiter(|q, ready| q.wait_event_keyed(0b01, ready));
         assert_eq!(q.wake_up_key(0b10), 0, "a non-matching key woke a waiter");
         ready.store(true, Ordering::Release);
         assert!(q.wake_up_key(0b01) <= 1);

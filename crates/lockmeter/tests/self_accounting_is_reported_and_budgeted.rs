@@ -8,7 +8,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{lock, spawn_observed};
+use common::{lock, spawn_observed, table_row};
 use lockmeter_model::render::{text_table, TableOptions};
 use lockmeter_model::selfcost::SelfCost;
 use lockmeter_model::{LockKind, Snapshot};
@@ -102,14 +102,14 @@ fn a_tiny_critical_section_is_flagged_and_a_long_one_is_not() {
     assert!(long < 5.0, "long share {long}%");
     assert!(tiny > long);
     let table = text_table(&snap, &TableOptions::default());
-    let row = |id: &str| {
-        table
-            .lines()
-            .find(|l| l.contains(&format!("{id} (mutex)")))
-            .unwrap_or_else(|| panic!("no row for {id}:\n{table}"))
-    };
-    assert!(row("self.tiny").contains("[self "), "{table}");
-    assert!(!row("self.long").contains("[self "), "{table}");
+    assert!(
+        table_row(&table, "self.tiny (mutex)").contains("[self "),
+        "{table}"
+    );
+    assert!(
+        !table_row(&table, "self.long (mutex)").contains("[self "),
+        "{table}"
+    );
     assert!(table.contains("[self N%]: lockmeter's own work"), "{table}");
 }
 

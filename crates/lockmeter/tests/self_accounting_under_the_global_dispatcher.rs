@@ -3,14 +3,13 @@
 //! calibration locks never show in a snapshot. One test: the global
 //! default can be set once per process.
 
-use tracing_subscriber::prelude::*;
+mod common;
+
+use common::install_global;
 
 #[test]
 fn the_global_recorder_calibrates_through_its_own_lookup_and_hides_it() {
-    let layer = lockmeter::Layer::new();
-    let handle = layer.handle();
-    tracing::subscriber::set_global_default(tracing_subscriber::registry().with(layer))
-        .expect("no global subscriber yet");
+    let handle = install_global();
     static M: lockmeter::Mutex<u64> = lockmeter::Mutex::named("global.app", 0);
     let workers: Vec<_> = (0..2)
         .map(|_| {

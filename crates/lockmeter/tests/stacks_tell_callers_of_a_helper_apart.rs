@@ -216,21 +216,20 @@ fn go_tool_pprof_reads_the_profile() {
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
     let top = run(&["-top", "-cum", "-sample_index=wait"]);
-    for name in ["state", "from_alpha", "from_beta"] {
-        assert!(top.contains(name), "-top lacks {name}:\n{top}");
-    }
+    assert_shows(&top, "-top", &["state", "from_alpha", "from_beta"]);
     let raw = run(&["-raw"]);
-    for t in [
+    let sample_types = [
         "contentions/count",
         "wait/nanoseconds",
         "hold/nanoseconds",
         "acquisitions/count",
-    ] {
-        assert!(raw.contains(t), "-raw lacks sample type {t}:\n{raw}");
-    }
-    for label in ["lock:[helper.lock]", "kind:[mutex]"] {
-        assert!(raw.contains(label), "-raw lacks label {label}:\n{raw}");
-    }
+    ];
+    assert_shows(&raw, "-raw (sample types)", &sample_types);
+    assert_shows(
+        &raw,
+        "-raw (labels)",
+        &["lock:[helper.lock]", "kind:[mutex]"],
+    );
     // Each caller has a weight of its own in the profile.
     let peek = run(&["-top", "-sample_index=contentions", "-focus=from_alpha"]);
     assert!(
@@ -238,6 +237,17 @@ fn go_tool_pprof_reads_the_profile() {
         "focus on alpha still shows beta:\n{peek}"
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Asserts that `output` of `what` shows every one of `wants`, naming all
+/// that it lacks.
+fn assert_shows(output: &str, what: &str, wants: &[&str]) {
+    let lacking: Vec<&str> = wants
+        .iter()
+        .copied()
+        .filter(|w| !output.contains(w))
+        .collect();
+    assert!(lacking.is_empty(), "{what} lacks {lacking:?}:\n{output}");
 }
 
 /// `LOCKMETER_DUMP` (here its builder form) picks the profile format by

@@ -64,74 +64,60 @@ fn bump_held(mut g: impl std::ops::DerefMut<Target = u64>, rng: &mut Rng) {
 /// One random operation; its outcome goes into `t`.
 fn step(l: &Locks, rng: &mut Rng, t: &mut Tally) {
     let short = Duration::from_micros(50 + rng.below(200));
-    match rng.below(16) {
+    // Each operation says which lock it went for and whether it got it.
+    let (lock, ok) = match rng.below(16) {
         0 => {
             bump_held(l.spin.lock(), rng);
-            tally(t, SPIN, true);
+            (SPIN, true)
         }
-        1 => {
-            let g = l.spin.try_lock();
-            tally(t, SPIN, g.is_some());
-        }
+        1 => (SPIN, l.spin.try_lock().is_some()),
         2 => {
             bump_held(l.mutex.lock(), rng);
-            tally(t, MUTEX, true);
+            (MUTEX, true)
         }
-        3 => {
-            let g = l.mutex.try_lock();
-            tally(t, MUTEX, g.is_some());
-        }
+        3 => (MUTEX, l.mutex.try_lock().is_some()),
         4 => {
             let g = l.mutex.try_lock_for(short);
             if g.is_some() {
                 hold(rng);
             }
-            tally(t, MUTEX, g.is_some());
+            (MUTEX, g.is_some())
         }
         5 => {
             std::hint::black_box(*l.rw.read());
-            tally(t, RW, true);
+            (RW, true)
         }
         6 => {
             bump_held(l.rw.write(), rng);
-            tally(t, RW, true);
+            (RW, true)
         }
-        7 => {
-            let ok = l.rw.try_read().is_some();
-            tally(t, RW, ok);
-        }
-        8 => {
-            let ok = l.rw.try_write_for(short).is_some();
-            tally(t, RW, ok);
-        }
-        9 => {
-            let ok = l.rw.try_read_for(short).is_some();
-            tally(t, RW, ok);
-        }
+        7 => (RW, l.rw.try_read().is_some()),
+        8 => (RW, l.rw.try_write_for(short).is_some()),
+        9 => (RW, l.rw.try_read_for(short).is_some()),
         10 => {
             l.sem.down();
             l.sem.up();
-            tally(t, SEM, true);
+            (SEM, true)
         }
         11 => {
             let ok = l.sem.try_down();
             if ok {
                 l.sem.up();
             }
-            tally(t, SEM, ok);
+            (SEM, ok)
         }
         12 => {
             let ok = l.sem.down_timeout(short);
             if ok {
                 l.sem.up();
             }
-            tally(t, SEM, ok);
+            (SEM, ok)
         }
         13 => {
             let permit = l.sem.acquire();
             hold(rng);
             drop(permit);
-            tally(t, SEM, true);
+            (SEM, true)
         }
         14 => {
             let how = match rng.below(3) {
@@ -144,9 +130,10 @@ fn step(l: &Locks, rng: &mut Rng, t: &mut Tally) {
                     .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
                     .is_ok()
             });
-            tally(t, WQ, ok);
+            (WQ, ok)
         }
         _ => {
+            // A wake acquires nothing: nothing to tally.
             l.tokens.fetch_add(1, Ordering::AcqRel);
             match rng.below(4) {
                 0 => l.wq.wake_up(),
@@ -154,8 +141,10 @@ fn step(l: &Locks, rng: &mut Rng, t: &mut Tally) {
                 2 => l.wq.wake_up_nr(2),
                 _ => l.wq.wake_up_key(1 << rng.below(4)),
             };
+            return;
         }
-    }
+    };
+    tally(t, lock, ok);
 }
 
 #[test]

@@ -16,15 +16,18 @@ use std::time::Duration;
 use common::{lock, observe, on_each, spawn_observed};
 use lockmeter::sync::{Condvar, Mutex, RwLock, TryLockError};
 
-/// Panics in a thread while holding `m`'s guard; the join reports it.
+/// Runs `f` on a thread of its own and asserts that it panicked.
+fn panics_on_a_thread(f: impl FnOnce() + Send + 'static) {
+    assert!(thread::spawn(f).join().is_err(), "the thread did not panic");
+}
+
+/// Panics in a thread while holding `m`'s guard.
 fn poison_mutex<T: Send + 'static>(m: &Arc<Mutex<T>>) {
     let m = Arc::clone(m);
-    let r = thread::spawn(move || {
+    panics_on_a_thread(move || {
         let _g = m.lock().unwrap();
         panic!("holder panics");
-    })
-    .join();
-    assert!(r.is_err());
+    });
 }
 
 #[test]
@@ -63,12 +66,10 @@ fn a_guard_taken_while_already_panicking_does_not_poison() {
     }
     let m = Arc::new(Mutex::new(0));
     let m2 = Arc::clone(&m);
-    let r = thread::spawn(move || {
+    panics_on_a_thread(move || {
         let _d = LockOnDrop(m2);
         panic!("unwinds through a Drop that locks");
-    })
-    .join();
-    assert!(r.is_err());
+    });
     assert!(!m.is_poisoned());
 }
 
@@ -115,21 +116,17 @@ fn into_inner_and_get_mut_of_a_poisoned_mutex_return_the_data_as_err() {
 fn a_panicking_writer_poisons_a_rwlock_and_a_panicking_reader_does_not() {
     let l = Arc::new(RwLock::new(0));
     let l2 = l.clone();
-    assert!(thread::spawn(move || {
+    panics_on_a_thread(move || {
         let _r = l2.read().unwrap();
         panic!("reader panics");
-    })
-    .join()
-    .is_err());
+    });
     assert!(!l.is_poisoned());
 
     let l2 = l.clone();
-    assert!(thread::spawn(move || {
+    panics_on_a_thread(move || {
         let _w = l2.write().unwrap();
         panic!("writer panics");
-    })
-    .join()
-    .is_err());
+    });
     assert!(l.is_poisoned());
     assert!(l.read().is_err());
     assert!(l.write().is_err());
@@ -165,11 +162,10 @@ fn debug_output_matches_std() {
     let std = Arc::new(std::sync::Mutex::new(0));
     poison_mutex(&ours);
     let s = std.clone();
-    let _ = thread::spawn(move || {
+    panics_on_a_thread(move || {
         let _g = s.lock().unwrap();
         panic!("std holder panics");
-    })
-    .join();
+    });
     assert_eq!(format!("{ours:?}"), format!("{std:?}"));
     let (e1, e2) = (ours.lock().unwrap_err(), std.lock().unwrap_err());
     assert_eq!(e1.to_string(), e2.to_string());
@@ -311,14 +307,12 @@ fn a_wait_returns_err_when_the_mutex_was_poisoned_meanwhile() {
         thread::yield_now();
     }
     let p = Arc::clone(&pair);
-    let r = thread::spawn(move || {
+    panics_on_a_thread(move || {
         let mut g = p.0.lock().unwrap();
         *g = 2;
         p.1.notify_all();
         panic!("poisons while the waiter sleeps");
-    })
-    .join();
-    assert!(r.is_err());
+    });
     // The waiter woke to a poisoned mutex: Err, carrying the guard.
     w.join().unwrap();
     assert!(pair.0.is_poisoned());

@@ -17,7 +17,6 @@
 pub mod client;
 pub mod server;
 
-use std::fmt;
 use std::io;
 use std::time::Duration;
 
@@ -25,7 +24,7 @@ use lockmeter::Handle;
 use lockmeter_model::Snapshot;
 use serde::{Deserialize, Serialize};
 
-use crate::report::{fixed, Outcome, TextTable};
+use crate::report::{distinct, fixed, Outcome, TextTable};
 use server::{Server, ServerConfig};
 
 /// The big lock.
@@ -33,33 +32,14 @@ pub const BKL: &str = "bkl";
 /// Passes over the page per copy, by default.
 pub const DEFAULT_COPY_PASSES: u32 = 128;
 
-/// Whether the copy runs under the big lock.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "snake_case")]
-pub enum Variant {
-    /// The copy under the lock (2.2.8).
-    BigLock,
-    /// The lock dropped around the copy (the patch).
-    Dropped,
-}
-
-impl Variant {
-    pub const ALL: [Variant; 2] = [Variant::BigLock, Variant::Dropped];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Variant::BigLock => "big_lock",
-            Variant::Dropped => "dropped",
-        }
-    }
-}
-
-impl fmt::Display for Variant {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Variant::BigLock => "copy under big lock",
-            Variant::Dropped => "lock dropped around copy",
-        })
+seed_enum! {
+    /// Whether the copy runs under the big lock.
+    #[derive(clap::ValueEnum)]
+    pub enum Variant {
+        /// The copy under the lock (2.2.8).
+        BigLock = ("big_lock", "copy under big lock"),
+        /// The lock dropped around the copy (the patch).
+        Dropped = ("dropped", "lock dropped around copy"),
     }
 }
 
@@ -236,9 +216,7 @@ pub fn serve_for(
 /// The results in the shape of the seed's: requests/s per pool size,
 /// before and after.
 pub fn render(results: &Results) -> String {
-    let mut pools: Vec<usize> = results.rows.iter().map(|r| r.workers).collect();
-    pools.sort_unstable();
-    pools.dedup();
+    let pools = distinct(results.rows.iter().map(|r| r.workers));
     let mut t = TextTable::new(
         &[
             "Workers",

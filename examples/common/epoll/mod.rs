@@ -29,7 +29,6 @@ mod callback;
 mod wait;
 
 use std::collections::VecDeque;
-use std::fmt;
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
@@ -39,8 +38,8 @@ use lockmeter::{Handle, SpinLock, WaitQueue, WakeOrder};
 use lockmeter_model::{LockKind, Snapshot};
 use serde::{Deserialize, Serialize};
 
-use crate::report::{fixed, Outcome, TextTable};
-use crate::{affinity, meter};
+use crate::report::{fixed, lock_totals, Outcome, TextTable};
+use crate::{affinity, meter, repeats};
 
 /// The ready list's own lock (nested variant).
 pub const READY_LOCK: &str = "ep.lock";
@@ -49,33 +48,23 @@ pub const QUEUE: &str = "ep.wq";
 /// The wait queue's lock; in the locked variant it guards the ready list.
 pub const QUEUE_LOCK: &str = "ep.wq.lock";
 
-/// How the ready list and the wait queue are locked.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Variant {
-    /// Ready list under `ep.lock`; waking takes `ep.wq.lock` inside it.
-    NestedLocks,
-    /// Ready list stored in the wait queue; `*_locked` operations.
-    LockedOps,
-}
-
-impl Variant {
-    pub const ALL: [Variant; 2] = [Variant::NestedLocks, Variant::LockedOps];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Variant::NestedLocks => "nested_locks",
-            Variant::LockedOps => "locked_ops",
-        }
+seed_enum! {
+    /// How the ready list and the wait queue are locked.
+    pub enum Variant {
+        /// Ready list under `ep.lock`; waking takes `ep.wq.lock` inside it.
+        NestedLocks = ("nested_locks", "nested locks"),
+        /// Ready list stored in the wait queue; `*_locked` operations.
+        LockedOps = ("locked_ops", "locked ops"),
     }
 }
 
-impl fmt::Display for Variant {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Variant::NestedLocks => "nested locks",
-            Variant::LockedOps => "locked ops",
-        })
+impl Variant {
+    /// The seed's own throughput (dual Athlon), in hits per second.
+    pub fn seed_hits_per_sec(self) -> f64 {
+        match self {
+            Variant::NestedLocks => 14350.0,
+            Variant::LockedOps => 15300.0,
+        }
     }
 }
 
@@ -196,27 +185,18 @@ impl Ep {
 
 /// Runs every variant `repeats` times, alternating.
 pub fn run(cfg: &Config, handle: &Handle) -> io::Result<Outcome<Results>> {
-    let mut per_variant: Vec<(Variant, Vec<f64>, Option<Snapshot>)> = cfg
-        .variants
-        .iter()
-        .map(|&v| (v, Vec::new(), None))
-        .collect();
-    for rep in 0..cfg.repeats.max(1) {
-        for (variant, rates, snap) in per_variant.iter_mut() {
-            eprintln!(
-                "epoll_wakeups: {variant}, {} events, run {}/{}",
-                cfg.events,
-                rep + 1,
-                cfg.repeats.max(1)
-            );
-            let (rate, s) = run_one(*variant, cfg, handle)?;
-            rates.push(rate);
-            *snap = Some(s);
-        }
-    }
+    let done = repeats::alternating(
+        "epoll_wakeups",
+        &format!("{} events", cfg.events),
+        &cfg.variants,
+        cfg.repeats,
+        |variant| run_one(variant, cfg, handle),
+    )?;
     let mut out = Outcome::new(Results::default());
-    for (variant, rates, snap) in per_variant {
-        let Some(snap) = snap else { continue };
+    for (variant, runs) in done {
+        // The rates of every run; the snapshot of the last.
+        let (rates, mut snaps): (Vec<f64>, Vec<Snapshot>) = runs.into_iter().unzip();
+        let Some(snap) = snaps.pop() else { continue };
         out.results.rows.push(row(variant, cfg, rates, &snap));
         out.keep_run(variant.name(), format!("{variant}"), snap, "ep.");
     }
@@ -226,10 +206,7 @@ pub fn run(cfg: &Config, handle: &Handle) -> io::Result<Outcome<Results>> {
 fn row(variant: Variant, cfg: &Config, rates: Vec<f64>, snap: &Snapshot) -> Row {
     let acq = |id: &str| snap.lock(id).map_or(0, |l| l.total.acquisitions);
     let lock_acquisitions = lock_acquisitions(snap);
-    let q = snap
-        .lock(QUEUE)
-        .map(|l| l.total.clone())
-        .unwrap_or_default();
+    let q = lock_totals(snap, QUEUE);
     Row {
         variant,
         events: cfg.events,
@@ -425,10 +402,9 @@ pub fn render(results: &Results) -> String {
             r.queue_lock_acquisitions.to_string(),
             r.sleeps.to_string(),
             match r.variant {
-                Variant::NestedLocks => "14350",
-                Variant::LockedOps => "15300 (+6.5%)",
-            }
-            .to_string(),
+                Variant::NestedLocks => r.variant.seed_hits_per_sec().to_string(),
+                Variant::LockedOps => format!("{} (+6.5%)", r.variant.seed_hits_per_sec()),
+            },
         ]);
     }
     let (events, workers) = results

@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use crate::report::{fixed, Report};
+use crate::report::{distinct, fixed, Report};
 use crate::{bkl, epoll, herd, keyed, pipe};
 
 use super::SEED_HERD_SMP;
@@ -48,9 +48,7 @@ fn each_run(xs: &[f64], digits: usize) -> String {
 /// Seconds per 10,000 connections, with the seed's SMP numbers.
 pub fn herd(report: &Report<herd::Results>) -> String {
     let r = &report.results;
-    let mut sleepers: Vec<usize> = r.rows.iter().map(|row| row.sleepers).collect();
-    sleepers.sort_unstable();
-    sleepers.dedup();
+    let sleepers = distinct(r.rows.iter().map(|row| row.sleepers));
     let mut rows = Vec::new();
     for n in sleepers {
         let seed = SEED_HERD_SMP.iter().find(|s| s.0 == n as f64);
@@ -112,13 +110,7 @@ pub fn pipe(report: &Report<pipe::Results>) -> String {
         &report.results.rows,
         &[
             ("guard", |r| r.variant.to_string()),
-            ("original s", |r| {
-                match r.variant {
-                    pipe::Variant::Semaphore => "5.7",
-                    pipe::Variant::Spinlock => "1.9",
-                }
-                .into()
-            }),
+            ("original s", |r| r.variant.seed_seconds().to_string()),
             ("ours s", |r| fixed(r.seconds, 3)),
             ("guard CON", |r| pct(r.guard_con_pct, 2)),
             ("guard sleeps", |r| r.guard_sleeps.to_string()),
@@ -136,11 +128,7 @@ pub fn epoll(report: &Report<epoll::Results>) -> String {
         &[
             ("variant", |r| r.variant.to_string()),
             ("original hits/s", |r| {
-                match r.variant {
-                    epoll::Variant::NestedLocks => "14350",
-                    epoll::Variant::LockedOps => "15300",
-                }
-                .into()
+                r.variant.seed_hits_per_sec().to_string()
             }),
             ("ours median", |r| fixed(r.hits_per_sec, 0)),
             ("ours best", |r| fixed(r.best_hits_per_sec, 0)),

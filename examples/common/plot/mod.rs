@@ -9,7 +9,7 @@
 pub mod markdown;
 pub mod svg;
 
-use crate::report::Report;
+use crate::report::{distinct, Report};
 use crate::{bkl, epoll, herd, keyed, pipe};
 use svg::{BarChart, LineChart, Series};
 
@@ -112,16 +112,12 @@ pub fn keyed(report: &Report<keyed::Results>) -> Vec<Figure> {
         .into_iter()
         .filter(|&p| r.rows.iter().any(|row| row.placement == p))
         .collect();
-    let series = keyed::Variant::ALL
-        .iter()
-        .map(|&v| {
-            let values = groups
-                .iter()
-                .map(|&p| r.get(p, v).map_or(f64::NAN, |row| row.rtt_p50_us))
-                .collect();
-            (format!("{v} wakeups"), values)
-        })
-        .collect();
+    let series = bar_series(
+        &keyed::Variant::ALL,
+        &groups,
+        |v| format!("{v} wakeups"),
+        |v, p| r.get(p, v).map(|row| row.rtt_p50_us),
+    );
     let chart = BarChart {
         title: "UDP-like ping-pong: median round trip".into(),
         y_label: "µs per round trip (p50)".into(),
@@ -151,7 +147,11 @@ pub fn pipe(report: &Report<pipe::Results>) -> Vec<Figure> {
             ("semaphore".into(), vec![1.0, rel(base)]),
             (
                 "spinlock".into(),
-                vec![1.9 / 5.7, rel(ours(pipe::Variant::Spinlock))],
+                vec![
+                    pipe::Variant::Spinlock.seed_seconds()
+                        / pipe::Variant::Semaphore.seed_seconds(),
+                    rel(ours(pipe::Variant::Spinlock)),
+                ],
             ),
         ],
     };
@@ -188,7 +188,12 @@ pub fn epoll(report: &Report<epoll::Results>) -> Vec<Figure> {
             ),
             (
                 "locked ops".into(),
-                vec![100.0 * 15300.0 / 14350.0, median_after, best_after],
+                vec![
+                    100.0 * epoll::Variant::LockedOps.seed_hits_per_sec()
+                        / epoll::Variant::NestedLocks.seed_hits_per_sec(),
+                    median_after,
+                    best_after,
+                ],
             ),
         ],
     };
@@ -196,15 +201,12 @@ pub fn epoll(report: &Report<epoll::Results>) -> Vec<Figure> {
         title: "epoll: lock acquisitions per event".into(),
         y_label: "acquisitions / event".into(),
         groups: vec!["ep.lock + ep.wq.lock".into()],
-        series: epoll::Variant::ALL
-            .iter()
-            .map(|&v| {
-                (
-                    v.to_string(),
-                    vec![r.get(v).map_or(f64::NAN, |row| row.acquisitions_per_event)],
-                )
-            })
-            .collect(),
+        series: bar_series(
+            &epoll::Variant::ALL,
+            &[()],
+            |v| v.to_string(),
+            |v, ()| r.get(v).map(|row| row.acquisitions_per_event),
+        ),
     };
     vec![
         ("epoll_throughput.svg".into(), throughput.to_svg()),
@@ -215,19 +217,13 @@ pub fn epoll(report: &Report<epoll::Results>) -> Vec<Figure> {
 /// Requests/s per pool size, before and after; and the seed's.
 pub fn bkl(report: &Report<bkl::Results>) -> Vec<Figure> {
     let r = &report.results;
-    let mut pools: Vec<usize> = r.rows.iter().map(|row| row.workers).collect();
-    pools.sort_unstable();
-    pools.dedup();
-    let series = bkl::Variant::ALL
-        .iter()
-        .map(|&v| {
-            let values = pools
-                .iter()
-                .map(|&w| r.get(v, w).map_or(f64::NAN, |row| row.requests_per_sec))
-                .collect();
-            (v.to_string(), values)
-        })
-        .collect();
+    let pools = distinct(r.rows.iter().map(|row| row.workers));
+    let series = bar_series(
+        &bkl::Variant::ALL,
+        &pools,
+        |v| v.to_string(),
+        |v, w| r.get(v, w).map(|row| row.requests_per_sec),
+    );
     let ours = BarChart {
         title: "HTTP server: requests/s (this machine, 2 CPUs)".into(),
         y_label: "requests / s".into(),
@@ -250,4 +246,24 @@ pub fn bkl(report: &Report<bkl::Results>) -> Vec<Figure> {
         ("bkl_rps.svg".into(), ours.to_svg()),
         ("bkl_seed.svg".into(), seed.to_svg()),
     ]
+}
+
+/// One bar series per variant, named by `name`, with a bar per group:
+/// `value(variant, group)`, or no bar (NaN) where it was not measured.
+fn bar_series<V: Copy, G: Copy>(
+    variants: &[V],
+    groups: &[G],
+    name: impl Fn(V) -> String,
+    value: impl Fn(V, G) -> Option<f64>,
+) -> Vec<(String, Vec<f64>)> {
+    variants
+        .iter()
+        .map(|&v| {
+            let values = groups
+                .iter()
+                .map(|&g| value(v, g).unwrap_or(f64::NAN))
+                .collect();
+            (name(v), values)
+        })
+        .collect()
 }

@@ -4,15 +4,38 @@
 
 use std::fmt::Write as _;
 
+/// The image's size in pixels.
 const WIDTH: f64 = 760.0;
 const HEIGHT: f64 = 420.0;
-const LEFT: f64 = 78.0;
-const RIGHT: f64 = 230.0;
-const TOP: f64 = 44.0;
-const BOTTOM: f64 = 56.0;
+/// The plot area; the margins around it hold the title, the axis labels
+/// and (on the right) the legend.
+const PLOT: Area = Area {
+    left: 78.0,
+    right: WIDTH - 230.0,
+    top: 44.0,
+    bottom: HEIGHT - 56.0,
+};
 const PALETTE: [&str; 6] = [
     "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b",
 ];
+
+/// Edges of a rectangle in image pixels (y grows downwards).
+struct Area {
+    left: f64,
+    right: f64,
+    top: f64,
+    bottom: f64,
+}
+
+impl Area {
+    const fn width(&self) -> f64 {
+        self.right - self.left
+    }
+
+    const fn height(&self) -> f64 {
+        self.bottom - self.top
+    }
+}
 
 /// One line of a [`LineChart`].
 #[derive(Debug, Clone, PartialEq)]
@@ -120,14 +143,14 @@ impl BarChart {
         };
         let mut svg = header(&self.title);
         frame(&mut svg, &x_axis, &y_axis, "", &self.y_label);
-        let slot = (WIDTH - LEFT - RIGHT) / groups;
+        let slot = PLOT.width() / groups;
         let bars = self.series.len().max(1) as f64;
         let bar_w = slot * 0.8 / bars;
         for (g, name) in self.groups.iter().enumerate() {
-            let x0 = LEFT + slot * g as f64 + slot * 0.1;
+            let x0 = PLOT.left + slot * g as f64 + slot * 0.1;
             text(
                 &mut svg,
-                (LEFT + slot * (g as f64 + 0.5), HEIGHT - BOTTOM + 18.0),
+                (PLOT.left + slot * (g as f64 + 0.5), PLOT.bottom + 18.0),
                 "middle",
                 &esc(name),
             );
@@ -138,7 +161,7 @@ impl BarChart {
                 }
                 let color = PALETTE[i % PALETTE.len()];
                 let (x, y) = (x0 + bar_w * i as f64, y_axis.py(v));
-                let h = (HEIGHT - BOTTOM - y).max(0.0);
+                let h = (PLOT.bottom - y).max(0.0);
                 let _ = writeln!(
                     svg,
                     "<rect x=\"{x:.1}\" y=\"{y:.1}\" width=\"{:.1}\" height=\"{h:.1}\" fill=\"{color}\"/>",
@@ -219,11 +242,11 @@ impl Axis {
     }
 
     fn px(&self, v: f64) -> f64 {
-        LEFT + self.frac(v) * (WIDTH - LEFT - RIGHT)
+        PLOT.left + self.frac(v) * PLOT.width()
     }
 
     fn py(&self, v: f64) -> f64 {
-        HEIGHT - BOTTOM - self.frac(v) * (HEIGHT - TOP - BOTTOM)
+        PLOT.bottom - self.frac(v) * PLOT.height()
     }
 }
 
@@ -257,14 +280,14 @@ fn header(title: &str) -> String {
     let _ = writeln!(
         s,
         "<text x=\"{:.1}\" y=\"24\" text-anchor=\"middle\" font-size=\"15\" font-weight=\"bold\">{}</text>",
-        (WIDTH - RIGHT + LEFT) / 2.0,
+        (PLOT.right + PLOT.left) / 2.0,
         esc(title)
     );
     s
 }
 
 fn frame(svg: &mut String, x: &Axis, y: &Axis, x_label: &str, y_label: &str) {
-    let (x0, x1, y0, y1) = (LEFT, WIDTH - RIGHT, HEIGHT - BOTTOM, TOP);
+    let (x0, x1, y0, y1) = (PLOT.left, PLOT.right, PLOT.bottom, PLOT.top);
     for &t in &y.ticks {
         let py = y.py(t);
         let _ = writeln!(
@@ -311,8 +334,8 @@ fn text(svg: &mut String, (x, y): (f64, f64), anchor: &str, content: &str) {
 }
 
 fn legend(svg: &mut String, i: usize, color: &str, name: &str, dashed: bool) {
-    let x = WIDTH - RIGHT + 16.0;
-    let y = TOP + 10.0 + 20.0 * i as f64;
+    let x = PLOT.right + 16.0;
+    let y = PLOT.top + 10.0 + 20.0 * i as f64;
     let dash = if dashed {
         " stroke-dasharray=\"6 4\""
     } else {
@@ -372,12 +395,16 @@ mod tests {
 
     #[test]
     fn numbers_are_short() {
-        assert_eq!(short(1200.0), "1.2k");
-        assert_eq!(short(15000.0), "15k");
-        assert_eq!(short(0.25), "0.25");
-        assert_eq!(short(0.8), "0.8");
-        assert_eq!(short(2.0), "2");
-        assert_eq!(short(2_000_000.0), "2M");
+        for (v, want) in [
+            (1200.0, "1.2k"),
+            (15000.0, "15k"),
+            (0.25, "0.25"),
+            (0.8, "0.8"),
+            (2.0, "2"),
+            (2_000_000.0, "2M"),
+        ] {
+            assert_eq!(short(v), want, "{v}");
+        }
     }
 
     #[test]

@@ -151,22 +151,24 @@ mod tests {
         s.locks[0].total.acquisitions
     }
 
+    /// The acquisitions of each frame: its interval's, then its running total's.
+    fn intervals_and_totals(frames: &[Frame]) -> (Vec<u64>, Vec<u64>) {
+        frames
+            .iter()
+            .map(|f| (acq(&f.interval), acq(&f.cumulative)))
+            .unzip()
+    }
+
     #[test]
     fn growing_windows_become_intervals() {
         let f = frames_from(vec![snap(0, 10, 5), snap(0, 20, 8), snap(0, 30, 20)]);
-        let iv: Vec<u64> = f.iter().map(|f| acq(&f.interval)).collect();
-        let tot: Vec<u64> = f.iter().map(|f| acq(&f.cumulative)).collect();
-        assert_eq!(iv, vec![5, 3, 12]);
-        assert_eq!(tot, vec![5, 8, 20]);
+        assert_eq!(intervals_and_totals(&f), (vec![5, 3, 12], vec![5, 8, 20]));
     }
 
     #[test]
     fn back_to_back_windows_add_up() {
         let f = frames_from(vec![snap(0, 10, 5), snap(10, 20, 3), snap(20, 30, 12)]);
-        let iv: Vec<u64> = f.iter().map(|f| acq(&f.interval)).collect();
-        let tot: Vec<u64> = f.iter().map(|f| acq(&f.cumulative)).collect();
-        assert_eq!(iv, vec![5, 3, 12]);
-        assert_eq!(tot, vec![5, 8, 20]);
+        assert_eq!(intervals_and_totals(&f), (vec![5, 3, 12], vec![5, 8, 20]));
         assert_eq!(f[2].cumulative.window.elapsed_ns, 30);
     }
 
@@ -178,10 +180,10 @@ mod tests {
             snap(20, 30, 2),
             snap(20, 40, 6),
         ]);
-        let iv: Vec<u64> = f.iter().map(|f| acq(&f.interval)).collect();
-        let tot: Vec<u64> = f.iter().map(|f| acq(&f.cumulative)).collect();
-        assert_eq!(iv, vec![5, 3, 2, 4]);
-        assert_eq!(tot, vec![5, 8, 10, 14]);
+        assert_eq!(
+            intervals_and_totals(&f),
+            (vec![5, 3, 2, 4], vec![5, 8, 10, 14])
+        );
     }
 
     #[test]

@@ -28,6 +28,14 @@ fn live_app() -> App {
     )
 }
 
+/// The feed's word that the endpoint of process `pid` (`name`) answers.
+fn connected(pid: u32, name: &str) -> Feed {
+    Feed::Connected {
+        pid,
+        name: name.into(),
+    }
+}
+
 fn press(app: &mut App, code: KeyCode) -> Action {
     app.on_key(KeyEvent::new(code, KeyModifiers::NONE))
 }
@@ -261,10 +269,7 @@ fn pause_holds_frames_and_resume_shows_the_newest() {
 #[test]
 fn a_lost_target_keeps_the_last_data_and_reconnects() {
     let mut app = live_app();
-    app.apply(Feed::Connected {
-        pid: 42,
-        name: "srv".into(),
-    });
+    app.apply(connected(42, "srv"));
     assert_eq!(app.data.link, Link::Live);
     app.apply(Feed::Data(Box::new(Frame::single(mixed()))));
     app.apply(Feed::Lost("the endpoint closed the connection".into()));
@@ -274,10 +279,7 @@ fn a_lost_target_keeps_the_last_data_and_reconnects() {
     });
     assert!(matches!(app.data.link, Link::Lost { attempt: 3, .. }));
     assert!(app.shown().is_some(), "last data kept");
-    app.apply(Feed::Connected {
-        pid: 43,
-        name: "srv".into(),
-    });
+    app.apply(connected(43, "srv"));
     assert_eq!(app.data.link, Link::Live);
     assert!(app
         .view
@@ -445,10 +447,7 @@ fn a_recording_plays_until_its_last_frame_then_pauses() {
 #[test]
 fn the_peer_is_the_process_on_screen() {
     let mut app = live_app();
-    app.apply(Feed::Connected {
-        pid: 7,
-        name: "hello".into(),
-    });
+    app.apply(connected(7, "hello"));
     assert_eq!(
         app.data.peer,
         Some(Peer {

@@ -317,6 +317,22 @@ pub fn compact_count(n: u64) -> String {
     n.to_string()
 }
 
+/// The yellow warning that `count` records (`what`: "stacks", "edges")
+/// were dropped because `table` was full; none when nothing was dropped.
+pub(crate) fn dropped_warning(
+    indent: &str,
+    count: u64,
+    what: &str,
+    table: &str,
+) -> Option<Line<'static>> {
+    (count > 0).then(|| {
+        Line::styled(
+            format!("{indent}{count} {what} dropped ({table} was full)"),
+            Style::new().fg(Color::Yellow),
+        )
+    })
+}
+
 /// A rectangle of at most `w`×`h` centred in `area`.
 pub fn centered(area: Rect, w: u16, h: u16) -> Rect {
     let w = w.min(area.width);
@@ -350,10 +366,14 @@ mod tests {
 
     #[test]
     fn counts_stay_short() {
-        assert_eq!(compact_count(999_999), "999999");
-        assert_eq!(compact_count(1_234_567), "1.23M");
-        assert_eq!(compact_count(12_345_678_901), "12.3G");
-        assert_eq!(compact_count(u64::MAX), "18.4E");
+        for (n, want) in [
+            (999_999, "999999"),
+            (1_234_567, "1.23M"),
+            (12_345_678_901, "12.3G"),
+            (u64::MAX, "18.4E"),
+        ] {
+            assert_eq!(compact_count(n), want, "{n}");
+        }
         assert!((0..64).all(|s| compact_count(1u64 << s).len() <= 6));
     }
 }

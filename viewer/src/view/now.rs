@@ -13,6 +13,8 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Paragraph, Wrap};
 use ratatui::Frame;
 
+use super::dropped_warning;
+
 /// Edges listed before "... more" (the heaviest ones).
 const EDGES_SHOWN: usize = 20;
 
@@ -140,15 +142,12 @@ pub fn lines(snap: Option<&Snapshot>) -> Vec<Line<'static>> {
             dim(),
         ));
     }
-    if order.dropped_edges > 0 {
-        out.push(Line::styled(
-            format!(
-                "  {} edges dropped (a thread's table was full)",
-                order.dropped_edges
-            ),
-            Style::new().fg(Color::Yellow),
-        ));
-    }
+    out.extend(dropped_warning(
+        "  ",
+        order.dropped_edges,
+        "edges",
+        "a thread's table",
+    ));
     out
 }
 

@@ -11,6 +11,8 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Paragraph, Wrap};
 use ratatui::Frame;
 
+use super::dropped_warning;
+
 /// Stacks shown per side.
 const TOP: usize = 5;
 /// Frames shown per stack, from the caller outwards.
@@ -51,15 +53,12 @@ pub fn lines(snap: &Snapshot, lock: &LockStats, site: Option<&str>) -> Vec<Line<
         }
         out.push(Line::raw(""));
     }
-    if stacks.dropped > 0 {
-        out.push(Line::styled(
-            format!(
-                "{} stacks dropped (a per-site table was full)",
-                stacks.dropped
-            ),
-            Style::new().fg(Color::Yellow),
-        ));
-    }
+    out.extend(dropped_warning(
+        "",
+        stacks.dropped,
+        "stacks",
+        "a per-site table",
+    ));
     out.push(Line::styled(
         format!(
             "sampled: a wait of d captured with probability min(1, d/{}), weighted back",

@@ -24,12 +24,15 @@
 //! | `dump/` | the dump worker and formats; `signal.rs`, the `SIGUSR1` thread |
 //! | `endpoint/` | the accept loop; `session.rs`, one client; `transport.rs`, the listening sockets |
 //! | `record/` | the JSON Lines recorder, rotation and limits |
-//! | `config.rs` | [`ExportConfig`], the settings of all three |
+//! | `prometheus/` | the `GET /metrics` listener; `encode.rs`, the families; `http.rs`, one request |
+//! | `clients.rs` | the client slots both listeners cap, count and start client threads with |
+//! | `config.rs` | [`ExportConfig`], the settings of all four |
 //! | `exit.rs` | the one `atexit` hook that finishes them |
 //!
 //! The `LOCKMETER_*` variables that switch these on are read in
 //! `crate::env`, with every other variable of the crate.
 
+mod clients;
 mod config;
 mod dump;
 mod endpoint;
@@ -59,10 +62,6 @@ use exit::AtExit;
 use prometheus::{PrometheusOptions, PrometheusServer};
 use record::Recorder;
 
-/// Stack of a listener's client thread (endpoint and Prometheus alike): it
-/// parses small requests and serializes snapshots or formats text, nothing
-/// deep.
-const CLIENT_STACK: usize = 512 * 1024;
 /// A listener's pause after an accept error such as running out of file
 /// descriptors, so that a persistent error does not spin its accept thread.
 const ACCEPT_ERROR_PAUSE: std::time::Duration = std::time::Duration::from_millis(50);

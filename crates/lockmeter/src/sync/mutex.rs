@@ -3,12 +3,11 @@
 use std::fmt;
 use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
-use std::ops::{Deref, DerefMut};
 use std::panic::{RefUnwindSafe, UnwindSafe};
 use std::sync::{LockResult, TryLockResult};
 
 use super::poison;
-use super::stash::Stash;
+use super::stash::{stashed_guard, Stash};
 
 /// A drop-in for [`std::sync::Mutex`]: the same API, poisoning included,
 /// with every acquisition counted at its call site.
@@ -173,35 +172,6 @@ impl<T: ?Sized + fmt::Debug> fmt::Debug for Mutex<T> {
     }
 }
 
-impl<T: ?Sized> Deref for MutexGuard<'_, T> {
-    type Target = T;
-    #[inline]
-    fn deref(&self) -> &T {
-        // SAFETY: the guard proves the lock is held.
-        unsafe { &*self.lock.inner.data_ptr() }
-    }
-}
-
-impl<T: ?Sized> DerefMut for MutexGuard<'_, T> {
-    #[inline]
-    fn deref_mut(&mut self) -> &mut T {
-        // SAFETY: the guard proves the lock is held, exclusively.
-        unsafe { &mut *self.lock.inner.data_ptr() }
-    }
-}
-
-impl<T: ?Sized> Drop for MutexGuard<'_, T> {
-    /// Poisons (if panicking) while still holding, then unlocks and
-    /// records the hold through the metered guard.
-    #[inline(always)]
-    fn drop(&mut self) {
-        self.lock.poison.done(&self.state);
-        // SAFETY: this guard holds the lock, so `held` has its parts; read
-        // out once, as the guard ends.
-        let (raw, hold) = unsafe { self.lock.held.take() };
-        // SAFETY: the parts of the held acquisition, and its only copy.
-        drop(unsafe { self.lock.inner.guard_from_parts(raw, hold) });
-    }
-}
+stashed_guard!(MutexGuard, guard_from_parts);
 
 fmt_as_data!([] MutexGuard<'_, T>);

@@ -1,12 +1,12 @@
 //! `std::sync::RwLock`'s API over a metered [`crate::RwLock`].
 
 use std::fmt;
-use std::ops::{Deref, DerefMut};
+use std::ops::Deref;
 use std::panic::{RefUnwindSafe, UnwindSafe};
 use std::sync::{LockResult, TryLockResult};
 
 use super::poison;
-use super::stash::Stash;
+use super::stash::{stashed_guard, Stash};
 
 /// A drop-in for [`std::sync::RwLock`]: the same API, poisoning included,
 /// with every acquisition counted at its call site, reads and writes apart.
@@ -158,35 +158,6 @@ impl<T: ?Sized> Deref for RwLockReadGuard<'_, T> {
     }
 }
 
-impl<T: ?Sized> Deref for RwLockWriteGuard<'_, T> {
-    type Target = T;
-    #[inline]
-    fn deref(&self) -> &T {
-        // SAFETY: the guard proves the lock is held exclusively.
-        unsafe { &*self.lock.inner.data_ptr() }
-    }
-}
-
-impl<T: ?Sized> DerefMut for RwLockWriteGuard<'_, T> {
-    #[inline]
-    fn deref_mut(&mut self) -> &mut T {
-        // SAFETY: as in `deref`, and `&mut self` is the only access.
-        unsafe { &mut *self.lock.inner.data_ptr() }
-    }
-}
-
-impl<T: ?Sized> Drop for RwLockWriteGuard<'_, T> {
-    /// Poisons (if panicking) while still holding, then unlocks and
-    /// records the hold through the metered guard.
-    #[inline(always)]
-    fn drop(&mut self) {
-        self.lock.poison.done(&self.state);
-        // SAFETY: this guard holds the lock, so `held` has its parts; taken
-        // once, as the guard ends.
-        let (raw, hold) = unsafe { self.lock.held.take() };
-        // SAFETY: the parts of the held acquisition, and its only copy.
-        drop(unsafe { self.lock.inner.write_guard_from_parts(raw, hold) });
-    }
-}
+stashed_guard!(RwLockWriteGuard, write_guard_from_parts);
 
 fmt_as_data!([] RwLockReadGuard<'_, T>, [] RwLockWriteGuard<'_, T>);

@@ -56,3 +56,43 @@ impl<G> Stash<G> {
         }
     }
 }
+
+/// `Deref`, `DerefMut` and `Drop` of a std drop-in's exclusive guard,
+/// whose parts wait in the lock's `held` stash: the same for `Mutex` and
+/// `RwLock` writes but for the method that rebuilds the metered guard
+/// (`$rebuild`) to end the hold.
+macro_rules! stashed_guard {
+    ($guard:ident, $rebuild:ident) => {
+        impl<T: ?Sized> std::ops::Deref for $guard<'_, T> {
+            type Target = T;
+            #[inline]
+            fn deref(&self) -> &T {
+                // SAFETY: the guard proves the lock is held exclusively.
+                unsafe { &*self.lock.inner.data_ptr() }
+            }
+        }
+
+        impl<T: ?Sized> std::ops::DerefMut for $guard<'_, T> {
+            #[inline]
+            fn deref_mut(&mut self) -> &mut T {
+                // SAFETY: as in `deref`, and `&mut self` is the only access.
+                unsafe { &mut *self.lock.inner.data_ptr() }
+            }
+        }
+
+        impl<T: ?Sized> Drop for $guard<'_, T> {
+            /// Poisons (if panicking) while still holding, then unlocks and
+            /// records the hold through the metered guard.
+            #[inline(always)]
+            fn drop(&mut self) {
+                self.lock.poison.done(&self.state);
+                // SAFETY: this guard holds the lock, so `held` has its
+                // parts; taken once, as the guard ends.
+                let (raw, hold) = unsafe { self.lock.held.take() };
+                // SAFETY: the parts of the held acquisition, and its only copy.
+                drop(unsafe { self.lock.inner.$rebuild(raw, hold) });
+            }
+        }
+    };
+}
+pub(super) use stashed_guard;

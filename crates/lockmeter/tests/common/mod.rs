@@ -21,6 +21,17 @@ pub fn observe_with<R>(builder: lockmeter::LayerBuilder, f: impl FnOnce() -> R) 
     (handle, out)
 }
 
+/// A fresh layer installed as the process's global default subscriber, as
+/// programs do it (`.init()`); its handle. Once per test binary: the
+/// global default can be set only once.
+pub fn install_global() -> Handle {
+    let layer = lockmeter::Layer::new();
+    let handle = layer.handle();
+    tracing::subscriber::set_global_default(tracing_subscriber::registry().with(layer))
+        .expect("no global subscriber yet in this test binary");
+    handle
+}
+
 /// Spawns a thread that runs `f` under the caller's current dispatcher.
 pub fn spawn_observed<R: Send + 'static>(
     f: impl FnOnce() -> R + Send + 'static,
@@ -93,6 +104,31 @@ pub fn lock<'a>(snap: &'a Snapshot, id: &str) -> &'a LockStats {
         let ids: Vec<&str> = snap.locks.iter().map(|l| l.id.as_str()).collect();
         panic!("no lock {id:?} in snapshot; have {ids:?}")
     })
+}
+
+/// The line of the text table that starts the row of `class`, written as
+/// the table names it (`"app.db (mutex)"`); fails if there is none.
+pub fn table_row<'a>(table: &'a str, class: &str) -> &'a str {
+    table
+        .lines()
+        .find(|l| l.contains(class))
+        .unwrap_or_else(|| panic!("no row for {class}:\n{table}"))
+}
+
+/// Asserts that every call site of `lock` is in a file whose path
+/// contains `path` (e.g. a lock taken only inside the library).
+pub fn assert_sites_within(lock: &LockStats, path: &str) {
+    let outside: Vec<&str> = lock
+        .sites
+        .iter()
+        .map(|s| s.site.as_str())
+        .filter(|site| !site.contains(path))
+        .collect();
+    assert!(
+        outside.is_empty(),
+        "{} has sites outside {path}: {outside:?}",
+        lock.id
+    );
 }
 
 pub fn arc<T>(v: T) -> Arc<T> {

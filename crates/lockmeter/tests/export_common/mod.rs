@@ -156,6 +156,15 @@ pub fn assert_error_then_close(lines: &[String], what: &str) {
     }
 }
 
+/// Runs `client` on `n` threads at once and returns what each returned,
+/// passing a panic on.
+pub fn clients_at_once<T: Send>(n: usize, client: impl Fn() -> T + Sync) -> Vec<T> {
+    thread::scope(|s| {
+        let threads: Vec<_> = (0..n).map(|_| s.spawn(&client)).collect();
+        threads.into_iter().map(|t| t.join().unwrap()).collect()
+    })
+}
+
 /// Polls `cond` until it holds or `limit` passes; returns whether it held.
 /// Generous limits: this waits for events, it does not measure time.
 pub fn wait_until(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {

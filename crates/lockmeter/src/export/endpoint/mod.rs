@@ -28,27 +28,25 @@ use crate::export::SnapshotSource;
 mod session;
 mod transport;
 
-use super::{ACCEPT_ERROR_PAUSE, CLIENT_STACK};
+use super::clients::{serve_client, ClientSlots};
+use super::ACCEPT_ERROR_PAUSE;
 
 /// The endpoint's counters, shared with the client threads.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Counters {
-    pub(crate) clients: AtomicU64,
-    pub(crate) max_clients: u64,
+    pub(crate) slots: ClientSlots,
     pub(crate) accepted: AtomicU64,
-    pub(crate) refused: AtomicU64,
-    pub(crate) dropped: AtomicU64,
     pub(crate) protocol_errors: AtomicU64,
 }
 
 impl Counters {
     pub(crate) fn stats(&self) -> EndpointStats {
         EndpointStats {
-            clients: self.clients.load(Ordering::Relaxed),
-            max_clients: self.max_clients,
+            clients: self.slots.in_use(),
+            max_clients: self.slots.max(),
             accepted: self.accepted.load(Ordering::Relaxed),
-            refused_clients: self.refused.load(Ordering::Relaxed),
-            dropped_clients: self.dropped.load(Ordering::Relaxed),
+            refused_clients: self.slots.refused(),
+            dropped_clients: self.slots.dropped(),
             protocol_errors: self.protocol_errors.load(Ordering::Relaxed),
         }
     }
@@ -108,8 +106,9 @@ impl Endpoint {
         listener.set_nonblocking(true)?;
         let (wake, wake_rx) = UnixStream::pair()?;
         let counters = Arc::new(Counters {
-            max_clients: opts.max_clients as u64,
-            ..Counters::default()
+            slots: ClientSlots::new(opts.max_clients),
+            accepted: AtomicU64::new(0),
+            protocol_errors: AtomicU64::new(0),
         });
         let shared = Arc::new(Shared {
             source,
@@ -279,20 +278,17 @@ fn wait_for_client(listener: &Listener, wake: &UnixStream) -> bool {
 /// Serves `conn` on a thread of its own, or refuses it when full.
 fn admit(conn: Stream, shared: &Arc<Shared>) {
     let counters = &shared.counters;
-    // Only this thread admits, so the check and the increment cannot race
-    // with another admission.
-    if counters.clients.load(Ordering::Relaxed) >= counters.max_clients {
+    if counters.slots.full() {
         refuse(
             &conn,
             counters,
-            &format!("too many clients (at most {})", counters.max_clients),
+            &format!("too many clients (at most {})", counters.slots.max()),
         );
         return;
     }
     if conn.set_nonblocking(false).is_err() {
         return;
     }
-    counters.clients.fetch_add(1, Ordering::Relaxed);
     counters.accepted.fetch_add(1, Ordering::Relaxed);
     let id = shared.next_conn.fetch_add(1, Ordering::Relaxed);
     if let Ok(clone) = conn.try_clone() {
@@ -302,25 +298,22 @@ fn admit(conn: Stream, shared: &Arc<Shared>) {
             .unwrap_or_else(PoisonError::into_inner)
             .push((id, clone));
     }
-    let for_thread = Arc::clone(shared);
-    let spawned = thread::Builder::new()
-        .name("lockmeter-client".into())
-        .stack_size(CLIENT_STACK)
-        .spawn(move || {
-            session::serve(conn, &for_thread);
-            for_thread.forget_conn(id);
-            for_thread.counters.clients.fetch_sub(1, Ordering::Relaxed);
-        });
-    if spawned.is_err() {
-        // The closure, and with it the connection, was dropped.
+    let served = serve_client(
+        shared,
+        |s| &s.counters.slots,
+        "lockmeter-client",
+        move |shared| {
+            session::serve(conn, shared);
+            shared.forget_conn(id);
+        },
+    );
+    if !served {
         shared.forget_conn(id);
-        counters.clients.fetch_sub(1, Ordering::Relaxed);
-        counters.refused.fetch_add(1, Ordering::Relaxed);
     }
 }
 
 fn refuse(conn: &Stream, counters: &Counters, why: &str) {
-    counters.refused.fetch_add(1, Ordering::Relaxed);
+    counters.slots.count_refused();
     conn.send_once(
         wire::encode(&Response::Error {
             message: why.to_string(),

@@ -198,7 +198,7 @@ impl Session<'_> {
         let r = self.conn.send_all(line.as_bytes(), deadline);
         if let Err(e) = &r {
             if e.kind() == io::ErrorKind::TimedOut {
-                self.shared.counters.dropped.fetch_add(1, Ordering::Relaxed);
+                self.shared.counters.slots.count_dropped();
             }
         }
         r

@@ -131,6 +131,20 @@ struct CounterFamily {
     applies: fn(LockKind) -> bool,
 }
 
+/// The counter families from one line each: `field for applies: help`.
+/// A family is named `lockmeter_<field>` after the `Stats` field it
+/// reads, so the exported name and the counter cannot drift apart.
+macro_rules! counter_families {
+    ($($field:ident for $applies:ident: $help:literal,)*) => {
+        [$(CounterFamily {
+            name: concat!("lockmeter_", stringify!($field)),
+            help: $help,
+            value: |s| s.$field,
+            applies: $applies,
+        },)*]
+    };
+}
+
 fn locks(kind: LockKind) -> bool {
     kind != LockKind::Waitqueue
 }
@@ -143,50 +157,15 @@ fn all(_: LockKind) -> bool {
     true
 }
 
-const COUNTERS: [CounterFamily; 7] = [
-    CounterFamily {
-        name: "lockmeter_acquisitions",
-        help: "Successful acquisitions, including successful try-locks (TOTAL).",
-        value: |s| s.acquisitions,
-        applies: locks,
-    },
-    CounterFamily {
-        name: "lockmeter_contended",
-        help: "Acquisitions that had to spin or sleep first (SPIN).",
-        value: |s| s.contended,
-        applies: locks,
-    },
-    CounterFamily {
-        name: "lockmeter_rejected",
-        help: "Failed try-locks and timed-out waits (RJECT).",
-        value: |s| s.rejected,
-        applies: locks,
-    },
-    CounterFamily {
-        name: "lockmeter_spins",
-        help: "Busy-wait iterations of contended acquisitions.",
-        value: |s| s.spins,
-        applies: locks,
-    },
-    CounterFamily {
-        name: "lockmeter_sleeps",
-        help: "Times a waiter blocked in the OS.",
-        value: |s| s.sleeps,
-        applies: all,
-    },
-    CounterFamily {
-        name: "lockmeter_wakeups",
-        help: "Wait queues: waiters woken.",
-        value: |s| s.wakeups,
-        applies: queues,
-    },
-    CounterFamily {
-        name: "lockmeter_spurious_wakeups",
-        help: "Wait queues: woken waiters whose condition was still false.",
-        value: |s| s.spurious_wakeups,
-        applies: queues,
-    },
-];
+const COUNTERS: [CounterFamily; 7] = counter_families! {
+    acquisitions for locks: "Successful acquisitions, including successful try-locks (TOTAL).",
+    contended for locks: "Acquisitions that had to spin or sleep first (SPIN).",
+    rejected for locks: "Failed try-locks and timed-out waits (RJECT).",
+    spins for locks: "Busy-wait iterations of contended acquisitions.",
+    sleeps for all: "Times a waiter blocked in the OS.",
+    wakeups for queues: "Wait queues: waiters woken.",
+    spurious_wakeups for queues: "Wait queues: woken waiters whose condition was still false.",
+};
 
 /// The labels of one series, in a fixed order.
 fn labels(s: &Series) -> [(&'static str, &str); 4] {
@@ -258,13 +237,12 @@ impl Collector for Scrape {
                     .encode_gauge(&(pick(n) as i64))?;
             }
         }
-        let mut metric = encoder.encode_descriptor(
+        unlabelled_counter(
+            &mut encoder,
             "lockmeter_deadlocks",
             "Deadlocks found since the layer was built.",
-            None,
-            MetricType::Counter,
+            self.deadlocks,
         )?;
-        metric.encode_counter::<NoLabelSet, u64, f64>(&self.deadlocks, None)?;
         let hold_every = self.hold_sampling.to_string();
         let info = [
             ("clock", self.clock.as_str()),
@@ -278,15 +256,26 @@ impl Collector for Scrape {
             MetricType::Gauge,
         )?;
         metric.encode_family(&info)?.encode_gauge(&1i64)?;
-        let mut metric = encoder.encode_descriptor(
+        unlabelled_counter(
+            &mut encoder,
             "lockmeter_dropped_records",
             "Records that could not be attributed because a bounded table was full.",
-            None,
-            MetricType::Counter,
-        )?;
-        metric.encode_counter::<NoLabelSet, u64, f64>(&self.dropped_records, None)?;
-        Ok(())
+            self.dropped_records,
+        )
     }
+}
+
+/// A counter family of one sample without labels.
+#[cfg(feature = "prometheus")]
+fn unlabelled_counter(
+    encoder: &mut DescriptorEncoder,
+    name: &'static str,
+    help: &str,
+    value: u64,
+) -> Result<(), fmt::Error> {
+    encoder
+        .encode_descriptor(name, help, None, MetricType::Counter)?
+        .encode_counter::<NoLabelSet, u64, f64>(&value, None)
 }
 
 /// One histogram family over the series `applies` selects.

@@ -29,7 +29,8 @@ use encode::{Format, Scrape};
 use http::{ReadError, Request};
 use lockmeter_wire::Stream;
 
-use super::{ACCEPT_ERROR_PAUSE, CLIENT_STACK};
+use super::clients::{serve_client, ClientSlots};
+use super::ACCEPT_ERROR_PAUSE;
 
 /// How the Prometheus endpoint is set up.
 #[derive(Debug, Clone)]
@@ -56,13 +57,11 @@ pub struct PrometheusStats {
     pub dropped_clients: u64,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Counters {
-    clients: AtomicU64,
+    slots: ClientSlots,
     scrapes: AtomicU64,
     bad_requests: AtomicU64,
-    refused: AtomicU64,
-    dropped: AtomicU64,
 }
 
 struct Shared {
@@ -72,7 +71,6 @@ struct Shared {
     bound: Mutex<SiteBound>,
     counters: Counters,
     stop: AtomicBool,
-    max_clients: u64,
     client_timeout: Duration,
 }
 
@@ -113,9 +111,12 @@ impl PrometheusServer {
         let shared = Arc::new(Shared {
             source,
             bound: Mutex::new(SiteBound::new(opts.top_sites)),
-            counters: Counters::default(),
+            counters: Counters {
+                slots: ClientSlots::new(opts.max_clients),
+                scrapes: AtomicU64::new(0),
+                bad_requests: AtomicU64::new(0),
+            },
             stop: AtomicBool::new(false),
-            max_clients: opts.max_clients.max(1) as u64,
             client_timeout: opts.client_timeout,
         });
         let for_thread = Arc::clone(&shared);
@@ -172,8 +173,8 @@ impl Shared {
         PrometheusStats {
             scrapes: c.scrapes.load(Ordering::Relaxed),
             bad_requests: c.bad_requests.load(Ordering::Relaxed),
-            refused_clients: c.refused.load(Ordering::Relaxed),
-            dropped_clients: c.dropped.load(Ordering::Relaxed),
+            refused_clients: c.slots.refused(),
+            dropped_clients: c.slots.dropped(),
         }
     }
 
@@ -210,10 +211,9 @@ fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
 /// Serves `stream` on a thread of its own, or answers 503 when full.
 fn admit(stream: TcpStream, shared: &Arc<Shared>) {
     let conn = Stream::Tcp(stream);
-    let counters = &shared.counters;
-    // Only the accept thread admits, so check and increment cannot race.
-    if counters.clients.load(Ordering::Relaxed) >= shared.max_clients {
-        counters.refused.fetch_add(1, Ordering::Relaxed);
+    let slots = &shared.counters.slots;
+    if slots.full() {
+        slots.count_refused();
         let _ = conn.set_nonblocking(true);
         conn.send_once(&http::error(
             "503 Service Unavailable",
@@ -222,19 +222,12 @@ fn admit(stream: TcpStream, shared: &Arc<Shared>) {
         conn.shutdown();
         return;
     }
-    counters.clients.fetch_add(1, Ordering::Relaxed);
-    let for_thread = Arc::clone(shared);
-    let spawned = thread::Builder::new()
-        .name("lockmeter-prometheus-client".into())
-        .stack_size(CLIENT_STACK)
-        .spawn(move || {
-            serve(conn, &for_thread);
-            for_thread.counters.clients.fetch_sub(1, Ordering::Relaxed);
-        });
-    if spawned.is_err() {
-        counters.clients.fetch_sub(1, Ordering::Relaxed);
-        counters.refused.fetch_add(1, Ordering::Relaxed);
-    }
+    serve_client(
+        shared,
+        |s| &s.counters.slots,
+        "lockmeter-prometheus-client",
+        move |shared| serve(conn, shared),
+    );
 }
 
 /// One request, one response, then the connection is closed.
@@ -264,15 +257,13 @@ fn serve(mut conn: Stream, shared: &Shared) {
             http::error("431 Request Header Fields Too Large", ""),
         ),
         Err(ReadError::TimedOut) => {
-            counters.dropped.fetch_add(1, Ordering::Relaxed);
+            counters.slots.count_dropped();
             return;
         }
         Err(ReadError::Closed) => return,
     };
     match conn.send_all(&reply, Instant::now() + timeout) {
-        Err(e) if e.kind() == io::ErrorKind::TimedOut => {
-            counters.dropped.fetch_add(1, Ordering::Relaxed);
-        }
+        Err(e) if e.kind() == io::ErrorKind::TimedOut => counters.slots.count_dropped(),
         Err(_) => {}
         Ok(()) if unread => linger(&mut conn),
         Ok(()) => {}
