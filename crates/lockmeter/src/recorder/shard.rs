@@ -57,11 +57,15 @@ impl Index {
         }
     }
 
-    /// The `recent` slot of a key: call sites are 8-byte aligned statics a
-    /// few dozen bytes apart, so their low bits above the alignment spread.
+    /// The `recent` slot of a key: Fibonacci hashing of the call site and
+    /// mode word, whose top bits spread sites a few dozen bytes apart (and
+    /// a site's modes) evenly. Shifts and xors of the low bits put three
+    /// of an upgrade loop's keys into one pair of slots, where they
+    /// evicted each other on every acquisition.
     #[inline(always)]
     fn recent_slot(key: &[usize; 3]) -> usize {
-        ((key[1] >> 3) ^ (key[1] >> 6) ^ key[2]) & (RECENT - 1)
+        let h = (key[1] ^ key[2]).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        h >> (usize::BITS - RECENT.trailing_zeros())
     }
 
     #[inline]
@@ -79,22 +83,25 @@ impl Index {
         ((a[0] ^ b[0]) | (a[1] ^ b[1]) | (a[2] ^ b[2])) == 0
     }
 
-    /// The entry of `key` if it was found recently.
+    /// The entry of `key` if it was found recently: in its own `recent`
+    /// slot or, where another hot site holds that slot, in the one next
+    /// door (see [`Index::remember`]). Two probes, both inline: the
+    /// thread-local access around this is kept to its address (see
+    /// [`entry`]), which left room for the second.
     #[inline(always)]
     fn last_hit(&self, key: &[usize; 3]) -> Option<*const Entry> {
-        let (k, e) = &self.recent[Self::recent_slot(key)];
+        let i = Self::recent_slot(key);
+        let (k, e) = &self.recent[i];
+        if Self::same(k, key) {
+            return Some(*e);
+        }
+        let (k, e) = &self.recent[i ^ 1];
         Self::same(k, key).then_some(*e)
     }
 
-    /// The entry of `key`: from `recent` (its own slot, then the one next
-    /// door, where a site that shares its slot with another hot site
-    /// waits), else from the table.
+    /// The entry of `key`: from `recent`, else from the table.
     fn get(&mut self, key: &[usize; 3]) -> Option<*const Entry> {
         if let Some(e) = self.last_hit(key) {
-            return Some(e);
-        }
-        let (k, e) = self.recent[Self::recent_slot(key) ^ 1];
-        if Self::same(&k, key) {
             return Some(e);
         }
         if self.slots.is_empty() {
@@ -174,24 +181,24 @@ pub(crate) fn entry(
     raw: [usize; 3],
     key: impl FnOnce() -> SiteKey,
 ) -> Option<*const Entry> {
-    THREAD
-        .try_with(|t| {
-            // SAFETY: `slots` is only touched by this thread, and nothing
-            // called while the borrow is live re-enters this module.
-            let slots = unsafe { &mut *t.slots.get() };
-            // The common case, kept small enough to inline: this thread's
-            // first recorder, and the site it used last.
-            if let Some(slot) = slots.first() {
-                if Arc::as_ptr(&slot.recorder) == recorder {
-                    if let Some(e) = slot.index.last_hit(&raw) {
-                        return Some(e);
-                    }
-                }
+    // Only the thread-local's address inside `try_with`: with the lookup
+    // inside its closure too, one more probe made LLVM stop inlining
+    // `try_with` (+44 instructions on every acquisition).
+    let slots = THREAD.try_with(|t| t.slots.get()).ok()?;
+    // SAFETY: `slots` is only touched by this thread, and nothing called
+    // while the borrow is live re-enters this module; the thread-local
+    // outlives this call.
+    let slots = unsafe { &mut *slots };
+    // The common case, kept small enough to inline: this thread's first
+    // recorder, and a site it used recently.
+    if let Some(slot) = slots.first() {
+        if Arc::as_ptr(&slot.recorder) == recorder {
+            if let Some(e) = slot.index.last_hit(&raw) {
+                return Some(e);
             }
-            find_entry(slots, recorder, raw, &key())
-        })
-        .ok()
-        .flatten()
+        }
+    }
+    find_entry(slots, recorder, raw, &key())
 }
 
 #[inline(never)]
