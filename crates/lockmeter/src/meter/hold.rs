@@ -225,7 +225,13 @@ impl Hold {
     pub(crate) fn release_blaming(&self, meta: &Meta, mode: Mode, unlock: impl FnOnce()) {
         match self.timing {
             Timing::Untimed => unlock(),
-            Timing::Observed => release_observed(self.held, meta, mode, unlock),
+            // Whether anyone waits is read here, inline, so that the
+            // common out-of-line release needs only the `now` slot and
+            // the unlock (fewer registers saved across it).
+            Timing::Observed => match meta.blame.anyone_waiting() {
+                false => release_observed(self.held, unlock),
+                true => release_observed_blaming(self.held, meta, mode, unlock),
+            },
             // A copy, so that the guard's own hold never has its address
             // taken (which would keep it in memory on every path).
             _ => Hold::release_timed(*self, meta, mode, unlock),
@@ -303,20 +309,22 @@ impl Hold {
     }
 }
 
-/// The release of an observed hold that is not timed: only whether anyone
-/// waits is checked, to blame the holder's stack. Out of line and given
-/// scalars only, so that the unobserved drop stays small enough to inline
-/// and keeps the guard in registers.
+/// The release of an observed hold that is not timed, nobody waiting for
+/// it. Out of line and given scalars only, so that the unobserved drop
+/// stays small enough to inline and keeps the guard in registers.
 #[inline(never)]
-fn release_observed(held: u32, meta: &Meta, mode: Mode, unlock: impl FnOnce()) {
+fn release_observed(held: u32, unlock: impl FnOnce()) {
     now::hold_ends(held);
-    // One load of the lock's own line, while it is still ours.
-    match meta.blame.anyone_waiting() {
-        false => unlock(),
-        true => {
-            let site = meta.holder.load(Relaxed);
-            unlock();
-            blame_holder(meta, site, mode);
-        }
-    }
+    unlock()
+}
+
+/// [`release_observed`] of a hold others wait for: the holder's stack is
+/// blamed for their wait (see `stacks::blame`).
+#[cold]
+#[inline(never)]
+fn release_observed_blaming(held: u32, meta: &Meta, mode: Mode, unlock: impl FnOnce()) {
+    now::hold_ends(held);
+    let site = meta.holder.load(Relaxed);
+    unlock();
+    blame_holder(meta, site, mode);
 }
