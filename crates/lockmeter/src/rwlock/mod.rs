@@ -455,6 +455,9 @@ impl<R: RawRwLockUpgrade, T: ?Sized> MeteredRwLock<R, T> {
         self.upgrade_observed(up, site)
     }
 
+    /// [`upgrade_at`](Self::upgrade_at) observed. `meter::acquire` tests
+    /// `observing()` again and keeps its plain path: a layer may go away
+    /// between the two tests.
     #[inline(never)]
     fn upgrade_observed(
         &self,
