@@ -225,13 +225,12 @@ impl Hold {
     pub(crate) fn release_blaming(&self, meta: &Meta, mode: Mode, unlock: impl FnOnce()) {
         match self.timing {
             Timing::Untimed => unlock(),
-            // Whether anyone waits is read here, inline, so that the
-            // common out-of-line release needs only the `now` slot and
-            // the unlock (fewer registers saved across it).
-            Timing::Observed => match meta.blame.anyone_waiting() {
-                false => release_observed(self.held, unlock),
-                true => release_observed_blaming(self.held, meta, mode, unlock),
-            },
+            // Whether anyone waits is read inside the out-of-line
+            // release: read here, inline, it kept the lock's `Meta` and
+            // the mode live in the caller's loop (callgrind: 2-7 more
+            // instructions per observed lock+unlock, 48 against 41 for
+            // the unobserved sync::Mutex, whose drop it kept from folding).
+            Timing::Observed => release_observed(self.held, meta, mode, unlock),
             // A copy, so that the guard's own hold never has its address
             // taken (which would keep it in memory on every path).
             _ => Hold::release_timed(*self, meta, mode, unlock),
@@ -309,11 +308,15 @@ impl Hold {
     }
 }
 
-/// The release of an observed hold that is not timed, nobody waiting for
-/// it. Out of line and given scalars only, so that the unobserved drop
-/// stays small enough to inline and keeps the guard in registers.
+/// The release of an observed hold that is not timed; one that others
+/// wait for goes on to blame its holder. Out of line and given scalars and
+/// references only, so that the unobserved drop stays small enough to
+/// inline and keeps the guard in registers.
 #[inline(never)]
-fn release_observed(held: u32, unlock: impl FnOnce()) {
+fn release_observed(held: u32, meta: &Meta, mode: Mode, unlock: impl FnOnce()) {
+    if meta.blame.anyone_waiting() {
+        return release_observed_blaming(held, meta, mode, unlock);
+    }
     now::hold_ends(held);
     unlock()
 }
