@@ -9,13 +9,18 @@
 #   crates/lockmeter-bench/scripts/bench_before_after.sh OLD [bench args]
 #   e.g. ... 563802a --quick --only unobserved,observed
 #
-# Env: ALTS=6 WORK=target/bench-before-after
+# Judged per row by the median quotient's 90 % confidence interval (order
+# statistics; distribution-free): WORSE when all of it lies above 1.03.
+# ALSO="dir ..." adds the alternations kept in earlier runs' WORK dirs.
+#
+# Env: ALTS=6 WORK=target/bench-before-after ALSO=""
 set -euo pipefail
 ROOT=$(git rev-parse --show-toplevel)
 OLD=${1:?usage: $0 OLD_REV [lockmeter-bench args]}
 shift
 ARGS=("$@")
 ALTS=${ALTS:-6}
+ALSO=${ALSO:-}
 WORK=${WORK:-$ROOT/target/bench-before-after}
 mkdir -p "$WORK"
 export CARGO_INCREMENTAL=0
@@ -36,25 +41,49 @@ for i in $(seq 1 "$ALTS"); do
   "$NEW_BIN" --json "${ARGS[@]}" >"$WORK/new.$i.json" 2>/dev/null
 done
 
-python3 - "$WORK" "$ALTS" <<'PY'
-import json, statistics, sys
-work, alts = sys.argv[1], int(sys.argv[2])
-runs = [(json.load(open(f"{work}/old.{i}.json")), json.load(open(f"{work}/new.{i}.json")))
-        for i in range(1, alts + 1)]
-rows = [k for k in runs[0][1] if all(k in o and k in n for o, n in runs)]
-print(f"{'row':<56} {'old':>7} {'new':>7} {'new/old':>8}  range")
-worse = 0
+python3 - "$WORK" $ALSO <<'PY'
+import glob, json, math, statistics, sys
+
+def runs_in(d):
+    n = len(glob.glob(f"{d}/old.*.json"))
+    return [(json.load(open(f"{d}/old.{i}.json")), json.load(open(f"{d}/new.{i}.json")))
+            for i in range(1, n + 1)]
+
+runs = [r for d in sys.argv[1:] for r in runs_in(d)]
+n = len(runs)
+
+def median_ci(xs, level=0.90):
+    """Distribution-free CI of the median: order statistics (k, n+1-k) with
+    the largest k whose binomial coverage still reaches `level`."""
+    xs, m = sorted(xs), len(xs)
+    best = None
+    for k in range(1, m // 2 + 1):
+        cover = 1 - 2 * sum(math.comb(m, i) for i in range(k)) / 2 ** m
+        if cover >= level:
+            best = k
+    return (xs[best - 1], xs[m - best]) if best else (xs[0], xs[-1])
+
+rows = [k for k in runs[0][1] if all(k in o and k in nw for o, nw in runs)]
+print(f"{'row':<56} {'old':>7} {'new':>7} {'new/old':>8}  {'90% CI':<13} worse-in")
+worse = noisy = 0
 for k in rows:
     olds = [o[k]["ratio"] for o, _ in runs]
-    news = [n[k]["ratio"] for _, n in runs]
+    news = [nw[k]["ratio"] for _, nw in runs]
     if any(r is None or r <= 0 for r in olds + news):
         continue
-    # Throughput rows ("items/s"-like units or >= goals): higher is better.
+    # Throughput rows (>= goals): higher is better, so the quotient is inverted.
     higher_better = str(runs[0][1][k].get("goal", "")).startswith(">=")
-    qs = [(o / n if higher_better else n / o) for o, n in zip(olds, news)]
+    qs = [(o / nw if higher_better else nw / o) for o, nw in zip(olds, news)]
     q = statistics.median(qs)
-    flag = "  WORSE >3%" if q > 1.03 else ""
-    worse += q > 1.03
-    print(f"{k:<56} {statistics.median(olds):7.3f} {statistics.median(news):7.3f} {q:8.3f}  {min(qs):.3f}-{max(qs):.3f}{flag}")
-print(f"{len(rows)} rows compared, {worse} worse by more than 3 % (median of {alts} alternations; 'new/old' > 1 is worse)")
+    lo, hi = median_ci(qs)
+    up = sum(x > 1 for x in qs)
+    # WORSE only when the whole interval lies above 1.03; a median above
+    # it whose interval reaches below is not resolved by these runs.
+    flag = "  WORSE >3%" if lo > 1.03 else ("  NOISY" if q > 1.03 else "")
+    worse += lo > 1.03
+    noisy += q > 1.03 and lo <= 1.03
+    print(f"{k:<56} {statistics.median(olds):7.3f} {statistics.median(news):7.3f} {q:8.3f}  {lo:.3f}-{hi:.3f}  {up}/{n}{flag}")
+print(f"{len(rows)} rows compared over {n} alternations: {worse} worse by more than 3 % "
+      f"(90 % CI of the median quotient above 1.03), {noisy} with a median above 1.03 "
+      f"that the runs do not resolve; 'new/old' > 1 is worse; worse-in: alternations where new was worse")
 PY

@@ -148,7 +148,7 @@ impl Condvar {
     #[cold]
     #[inline(never)]
     fn record_empty_notify(&self, site: &'static Location<'static>) {
-        WakeCall::start(&self.meta, site).finish(0, 0, 0);
+        WakeCall::start(&self.meta, site).finish_empty();
     }
 
     #[cold]

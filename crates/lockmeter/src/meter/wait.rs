@@ -106,6 +106,13 @@ impl WakeCall {
         self.probe.as_ref().map_or(0, Probe::now)
     }
 
+    /// The call found nobody waiting.
+    pub(crate) fn finish_empty(self) {
+        if let Some(p) = self.probe {
+            p.entry().count_empty_wake_call();
+        }
+    }
+
     /// The call found `waiting` waiters and woke `woken`, `exclusive` of
     /// them exclusive ones.
     pub(crate) fn finish(self, waiting: u64, woken: u64, exclusive: u64) {
