@@ -109,40 +109,13 @@ impl Hold {
         }
     }
 
-    /// Stores this hold at `slot`, writing only its tag when it is the
-    /// unobserved one: the std drop-ins keep a held lock's hold beside the
-    /// lock, and writing all of it cost the unobserved `sync::Mutex` seven
-    /// stores and loads per acquisition.
-    ///
-    /// # Safety
-    /// `slot` must be valid for writes; read it back only with
-    /// [`Hold::unstash`].
+    /// Whether releasing this hold records nothing (unobserved): then a
+    /// holder that keeps its hold elsewhere (the std drop-ins' stash)
+    /// need keep only this answer, and rebuild the hold as
+    /// [`Hold::none`].
     #[inline(always)]
-    pub(crate) unsafe fn stash(self, slot: *mut Hold) {
-        if self.timing == Timing::Untimed {
-            // SAFETY: the caller's promise; the tag alone is written.
-            unsafe { std::ptr::addr_of_mut!((*slot).timing).write(Timing::Untimed) }
-        } else {
-            // SAFETY: as above.
-            unsafe { slot.write(self) }
-        }
-    }
-
-    /// The hold [`Hold::stash`] stored at `slot`.
-    ///
-    /// # Safety
-    /// `slot` holds what `stash` wrote there.
-    #[inline(always)]
-    pub(crate) unsafe fn unstash(slot: *const Hold) -> Hold {
-        // SAFETY: `stash` always writes the tag, and the rest unless the
-        // tag says the hold is untimed.
-        unsafe {
-            if std::ptr::addr_of!((*slot).timing).read() == Timing::Untimed {
-                Hold::none()
-            } else {
-                slot.read()
-            }
-        }
+    pub(crate) fn is_untimed(&self) -> bool {
+        self.timing == Timing::Untimed
     }
 
     /// This hold as recorded at `held` in the thread's `now` table.

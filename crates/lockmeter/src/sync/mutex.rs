@@ -50,6 +50,8 @@ impl<T: ?Sized> RefUnwindSafe for Mutex<T> {}
 #[must_use = "if unused the Mutex will immediately unlock"]
 pub struct MutexGuard<'a, T: ?Sized + 'a> {
     lock: &'a Mutex<T>,
+    /// Whether the hold in `lock.held` is untimed (not stored; see `stash`).
+    untimed: bool,
     state: poison::Guard,
     _not_send: PhantomData<*const ()>,
 }
@@ -110,9 +112,10 @@ impl<'a, T: ?Sized> MutexGuard<'a, T> {
     fn new(lock: &'a Mutex<T>, inner: crate::MutexGuard<'a, T>) -> Self {
         let parts = crate::MutexGuard::into_raw_parts(inner);
         // SAFETY: we hold the lock, and only its holder touches `held`.
-        unsafe { lock.held.put(parts) };
+        let untimed = unsafe { lock.held.put(parts) };
         MutexGuard {
             lock,
+            untimed,
             state: poison::Guard::new(),
             _not_send: PhantomData,
         }
@@ -126,11 +129,14 @@ impl<'a, T: ?Sized> MutexGuard<'a, T> {
         f: impl FnOnce(&mut crate::MutexGuard<'a, T>) -> U,
     ) -> U {
         /// Puts the parts back on every way out.
-        struct Restore<'a, T: ?Sized> {
+        struct Restore<'a, 'g, T: ?Sized> {
             lock: &'a Mutex<T>,
+            /// The guard's flag: the relock in `f` may time a hold that
+            /// was untimed, or the other way round.
+            untimed: &'g mut bool,
             inner: ManuallyDrop<crate::MutexGuard<'a, T>>,
         }
-        impl<T: ?Sized> Drop for Restore<'_, T> {
+        impl<T: ?Sized> Drop for Restore<'_, '_, T> {
             fn drop(&mut self) {
                 // SAFETY: taken once, here.
                 let inner = unsafe { ManuallyDrop::take(&mut self.inner) };
@@ -138,16 +144,18 @@ impl<'a, T: ?Sized> MutexGuard<'a, T> {
                 // SAFETY: the lock is held (the guard is valid again after
                 // `f`, as a `&mut` guard must be), and only its holder
                 // touches `held`.
-                unsafe { self.lock.held.put(parts) };
+                *self.untimed = unsafe { self.lock.held.put(parts) };
             }
         }
         // SAFETY: this guard holds the lock, so `held` has its parts,
-        // written by `new` or by the last `Restore`; read out once here.
-        let (raw, hold) = unsafe { self.lock.held.take() };
+        // written by `new` or by the last `Restore` (which also set
+        // `untimed`); read out once here.
+        let (raw, hold) = unsafe { self.lock.held.take(self.untimed) };
         // SAFETY: the parts of the held acquisition, and now its only copy.
         let inner = unsafe { self.lock.inner.guard_from_parts(raw, hold) };
         let mut restore = Restore {
             lock: self.lock,
+            untimed: &mut self.untimed,
             inner: ManuallyDrop::new(inner),
         };
         f(&mut restore.inner)
@@ -172,6 +180,6 @@ impl<T: ?Sized + fmt::Debug> fmt::Debug for Mutex<T> {
     }
 }
 
-stashed_guard!(MutexGuard, guard_from_parts);
+stashed_guard!(MutexGuard, Mutex, guard_from_parts);
 
 fmt_as_data!([] MutexGuard<'_, T>);

@@ -56,6 +56,8 @@ pub struct RwLockReadGuard<'a, T: ?Sized + 'a> {
 #[must_use = "if unused the RwLock will immediately unlock"]
 pub struct RwLockWriteGuard<'a, T: ?Sized + 'a> {
     lock: &'a RwLock<T>,
+    /// Whether the hold in `lock.held` is untimed (not stored; see `stash`).
+    untimed: bool,
     state: poison::Guard,
     /// The metered guard's hold is recorded by this thread.
     _not_send: std::marker::PhantomData<*mut ()>,
@@ -128,9 +130,10 @@ impl<T: ?Sized> RwLock<T> {
         let parts = crate::RwLockWriteGuard::into_raw_parts(inner);
         // SAFETY: we hold the lock exclusively, and only its writer
         // touches `held`.
-        unsafe { self.held.put(parts) };
+        let untimed = unsafe { self.held.put(parts) };
         self.poison.result(RwLockWriteGuard {
             lock: self,
+            untimed,
             state: poison::Guard::new(),
             _not_send: std::marker::PhantomData,
         })
@@ -158,6 +161,6 @@ impl<T: ?Sized> Deref for RwLockReadGuard<'_, T> {
     }
 }
 
-stashed_guard!(RwLockWriteGuard, write_guard_from_parts);
+stashed_guard!(RwLockWriteGuard, RwLock, write_guard_from_parts);
 
 fmt_as_data!([] RwLockReadGuard<'_, T>, [] RwLockWriteGuard<'_, T>);
