@@ -70,6 +70,12 @@ struct Args {
     /// contended rows scraped every second against not scraped.
     #[arg(long, conflicts_with = "callgrind")]
     prometheus: bool,
+    /// With --prometheus: rounds of (scraper off, scraper on) per step
+    /// [default: 7, 5 with --quick]. Its rows are judged by the 90 %
+    /// confidence interval of the median per-round change, which narrows
+    /// as rounds are added.
+    #[arg(long, requires = "prometheus", value_parser = clap::value_parser!(u64).range(2..))]
+    rounds: Option<u64>,
     /// Count the uncontended rows' instructions per operation under
     /// `valgrind --tool=callgrind` instead of timing them.
     #[arg(long)]
@@ -148,12 +154,14 @@ fn main() {
     } else if let Some(addr) = prometheus {
         let scraper = prometheus::Scraper::start(addr);
         step("observed", &mut || {
-            prometheus::compare(&cfg, &scraper, &mut || {
+            prometheus::compare(&cfg, &scraper, args.rounds, &mut || {
                 uncontended::rows(&cfg, Phase::Observed)
             })
         });
         step("contended", &mut || {
-            prometheus::compare(&cfg, &scraper, &mut || contended::rows(&cfg, &handle))
+            prometheus::compare(&cfg, &scraper, args.rounds, &mut || {
+                contended::rows(&cfg, &handle)
+            })
         });
         eprintln!("{} scrapes", scraper.scrapes());
         step("scrape", &mut || vec![scraper.cost_row()]);

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use crate::measure::{median, Config, Pair};
+use crate::measure::{median, median_ci, Config, Pair};
 use crate::report::{Goal, Row, Unit};
 
 /// How often a real Prometheus would scrape in the tightest usual setup.
@@ -126,8 +126,17 @@ fn scrape(addr: SocketAddr) -> std::io::Result<usize> {
 /// each row the on/off change of its ratio: the median over rounds of
 /// (ratio on / ratio off) of the round's pair, with its spread, so the
 /// noisy rule of `report` applies to it as to any interleaved row.
-pub fn compare(cfg: &Config, scraper: &Scraper, rows: &mut dyn FnMut() -> Vec<Row>) -> Vec<Row> {
-    let rounds = if cfg.quick { ROUNDS_QUICK } else { ROUNDS_FULL };
+/// `rounds` overrides the default count (`--rounds`). Each row is judged
+/// by the 90 % confidence interval of its median change (see
+/// `measure::median_ci`), so more rounds can resolve the 3 % goal.
+pub fn compare(
+    cfg: &Config,
+    scraper: &Scraper,
+    rounds: Option<u64>,
+    rows: &mut dyn FnMut() -> Vec<Row>,
+) -> Vec<Row> {
+    let default = if cfg.quick { ROUNDS_QUICK } else { ROUNDS_FULL };
+    let rounds = rounds.map_or(default, |r| r as usize);
     let mut off: Vec<Vec<Row>> = Vec::new();
     let mut on: Vec<Vec<Row>> = Vec::new();
     for round in 0..rounds {
@@ -147,7 +156,13 @@ pub fn compare(cfg: &Config, scraper: &Scraper, rows: &mut dyn FnMut() -> Vec<Ro
                 .collect()
         };
         // Round k's ratio with the scraper on over round k's with it off.
-        let change = Pair::from_runs(&pick(&off, |r| r.ratio), &pick(&on, |r| r.ratio));
+        let (ratios_off, ratios_on) = (pick(&off, |r| r.ratio), pick(&on, |r| r.ratio));
+        let change = Pair::from_runs(&ratios_off, &ratios_on);
+        let changes: Vec<f64> = ratios_off
+            .iter()
+            .zip(&ratios_on)
+            .map(|(o, n)| n / o)
+            .collect();
         let goal = match first.unit {
             Unit::MopsPerSec => Goal::RatioAtLeast(2.0 - WORST),
             _ => Goal::RatioAtMost(WORST),
@@ -160,9 +175,11 @@ pub fn compare(cfg: &Config, scraper: &Scraper, rows: &mut dyn FnMut() -> Vec<Ro
         )
         .with_pair(change)
         .note(format!(
-            "ratio: median over {rounds} rounds of (on / bare) / (off / bare); \
-             bare and instr columns: lockmeter's own figure off and on"
+            "ratio: median over {rounds} rounds of (on / bare) / (off / bare), judged by \
+             its 90 % confidence interval; bare and instr columns: lockmeter's own \
+             figure off and on"
         ));
+        row.median_ci = median_ci(&changes, 0.90);
         row.bare = Some(median(&pick(&off, |r| r.instrumented))).filter(|x| x.is_finite());
         row.instrumented = Some(median(&pick(&on, |r| r.instrumented))).filter(|x| x.is_finite());
         out.push(row);

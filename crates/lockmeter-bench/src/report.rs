@@ -92,6 +92,11 @@ pub struct Row {
     pub ratio: Option<f64>,
     /// The spread of the per-repetition ratios, where paired.
     pub spread: Option<Spread>,
+    /// Where set, the 90 % confidence interval of the median ratio, and
+    /// the row is NOISY only when the goal lies inside it (instead of
+    /// inside the IQR): for rows measured over many rounds, whose IQR
+    /// stays wide however many there are (`--prometheus --rounds`).
+    pub median_ci: Option<(f64, f64)>,
     pub goal: Goal,
     /// What `bare` and `instrumented` are, when not obvious.
     pub note: String,
@@ -130,6 +135,7 @@ impl Row {
             instrumented: None,
             ratio: None,
             spread: None,
+            median_ci: None,
             goal,
             note: String::new(),
         }
@@ -167,6 +173,9 @@ impl Row {
     /// Whether the goal lies inside the interquartile range of the pairwise
     /// ratios, and that range is too wide to let the median decide.
     fn noisy(&self) -> bool {
+        if let (Some(x), Some((lo, hi))) = (self.goal.threshold(), self.median_ci) {
+            return lo <= x && x <= hi;
+        }
         match (self.goal.threshold(), self.spread, self.ratio) {
             (Some(x), Some(s), Some(r)) => {
                 s.q1 <= x && x <= s.q3 && s.relative_iqr(r) > JUDGEABLE_IQR
@@ -230,7 +239,10 @@ pub fn table(rows: &[Row]) -> String {
             fmt_num(r.bare, r.unit),
             fmt_num(r.instrumented, r.unit),
             r.ratio.map_or("-".to_string(), |x| format!("{x:.2}")),
-            fmt_spread(r.spread),
+            match r.median_ci {
+                Some((lo, hi)) => format!("{lo:.2}-{hi:.2}ci"),
+                None => fmt_spread(r.spread),
+            },
             r.delta().map_or(String::new(), |d| format!("{d:+.2}")),
             r.goal.label(),
             r.unit.label(),
@@ -239,10 +251,14 @@ pub fn table(rows: &[Row]) -> String {
     }
     let goals = rows.iter().filter(|r| r.goal != Goal::Info).count();
     let count = |v: Verdict| rows.iter().filter(|r| r.verdict() == v).count();
+    let by_ci = match rows.iter().any(|r| r.median_ci.is_some()) {
+        true => "; in rows whose spread ends in \"ci\", inside the 90 % confidence interval of the median",
+        false => "",
+    };
     let _ = writeln!(
         out,
         "\n{}/{goals} goals met, {} missed, {} too noisy to judge \
-         (NOISY: the goal lies inside the interquartile range of the pairwise ratios).",
+         (NOISY: the goal lies inside the interquartile range of the pairwise ratios{by_ci}).",
         count(Verdict::Pass),
         count(Verdict::Miss),
         count(Verdict::Noisy),
@@ -276,6 +292,7 @@ pub fn json(rows: &[Row]) -> Value {
                     "max": finite(s.max),
                     "pairs": s.pairs,
                 })),
+                "median_ci": r.median_ci.map(|(lo, hi)| json!([finite(lo), finite(hi)])),
                 "noisy": r.verdict() == Verdict::Noisy,
                 "delta_ns_per_op": r.delta(),
                 "goal": r.goal.label(),
@@ -385,6 +402,22 @@ mod tests {
             r.spread = spread(q1, q3);
             assert_eq!(r.verdict(), want, "case {i}");
         }
+    }
+
+    #[test]
+    fn a_median_interval_judges_instead_of_the_iqr() {
+        // A wide IQR around the goal, but the median's interval beside it.
+        let mut r = row(Goal::RatioAtMost(1.03), Some(1.0), None);
+        r.spread = spread(0.8, 1.2);
+        assert_eq!(r.verdict(), Verdict::Noisy);
+        r.median_ci = Some((0.98, 1.02));
+        assert_eq!(r.verdict(), Verdict::Pass);
+        r.median_ci = Some((0.99, 1.04));
+        assert_eq!(r.verdict(), Verdict::Noisy);
+        let mut worse = row(Goal::RatioAtMost(1.03), Some(1.06), None);
+        worse.median_ci = Some((1.04, 1.08));
+        assert_eq!(worse.verdict(), Verdict::Miss);
+        assert_eq!(json(&[worse])["k"]["median_ci"][0], 1.04);
     }
 
     #[test]
