@@ -99,7 +99,7 @@ macro_rules! stashed_guard {
         impl<T: ?Sized> Drop for $guard<'_, T> {
             /// Poisons (if panicking) while still holding, then unlocks and
             /// records the hold through the metered guard. An untimed hold
-            /// is rebuilt as the constant [`Hold::none`] inline (the
+            /// is rebuilt as the constant `Hold::none` inline (the
             /// release folds to the bare unlock); a timed one is read back
             /// out of line, which keeps this drop small enough to inline.
             #[inline(always)]
