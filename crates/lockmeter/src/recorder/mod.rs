@@ -20,6 +20,7 @@ use lockmeter_model::{ProcessInfo, Snapshot};
 use tracing::Dispatch;
 
 use self::build::Book;
+use self::entry::Entry;
 use self::shard::Shard;
 use crate::Layer;
 
@@ -137,6 +138,11 @@ pub(crate) struct Recorder {
     start_unix_ns: u64,
     dropped: AtomicU64,
     state: Mutex<State>,
+    /// Shards of threads that started since `state` was last taken: a
+    /// new thread registers here, so its first acquisition never waits
+    /// for a snapshot being built under `state` (milliseconds); whoever
+    /// takes `state` moves them into `live` first.
+    newcomers: Mutex<Vec<Arc<Shard>>>,
     baseline: Mutex<Option<Snapshot>>,
     /// Self-accounting and the overhead budget (`probe`).
     pub(crate) probe: probe::ProbeState,
@@ -166,17 +172,24 @@ impl Recorder {
             start_unix_ns: unix_now_ns(),
             dropped: AtomicU64::new(0),
             state: Mutex::new(State::default()),
+            newcomers: Mutex::new(Vec::new()),
             baseline: Mutex::new(None),
         }
     }
 
+    /// The state, with every registered shard in `live`. Lock order:
+    /// `state`, then `newcomers`.
     fn state(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut newcomers = self.newcomers.lock().unwrap_or_else(|e| e.into_inner());
+        state.live.append(&mut newcomers);
+        drop(newcomers);
+        state
     }
 
-    /// Registers a new thread's shard.
+    /// Registers a new thread's shard, without waiting for a snapshot.
     pub(crate) fn adopt(&self, shard: Arc<Shard>) {
-        self.state().live.push(shard);
+        self.newcomers.lock().unwrap_or_else(|e| e.into_inner()).push(shard);
     }
 
     /// Folds an exiting thread's shard into the retired counts, in one
@@ -202,12 +215,16 @@ impl Recorder {
             let mut state = self.state();
             let state = &mut *state;
             let elapsed = self.clock.now().duration_since(self.start).as_nanos() as u64;
-            // Every shard is held for the whole build: both of its passes
-            // must see the same entries.
-            let shards: Vec<_> = state
+            // Both passes must see the same entries: each shard's list is
+            // copied under its lock, which is then let go, so that a
+            // thread's first acquisition at a new site (which pushes onto
+            // that list) waits for the copy, not for the whole build.
+            // Exiting threads still wait (`retire` takes `state`): a shard
+            // retired mid-build would be counted twice.
+            let shards: Vec<Vec<Arc<Entry>>> = state
                 .live
                 .iter()
-                .map(|s| s.entries.lock().unwrap_or_else(|e| e.into_inner()))
+                .map(|s| s.entries.lock().unwrap_or_else(|e| e.into_inner()).clone())
                 .collect();
             let stacks = state.stacks.build(
                 shards.iter().flat_map(|s| s.iter().map(|e| &**e)),
