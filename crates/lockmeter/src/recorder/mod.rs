@@ -189,7 +189,10 @@ impl Recorder {
 
     /// Registers a new thread's shard, without waiting for a snapshot.
     pub(crate) fn adopt(&self, shard: Arc<Shard>) {
-        self.newcomers.lock().unwrap_or_else(|e| e.into_inner()).push(shard);
+        self.newcomers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(shard);
     }
 
     /// Folds an exiting thread's shard into the retired counts, in one
