@@ -75,7 +75,13 @@ impl Index {
     /// build where two of its sites were such neighbours.
     #[inline(always)]
     fn recent_slot(key: &[usize; 3]) -> usize {
-        ((key[1] >> 3) ^ (key[1] >> 8) ^ key[2]) & (RECENT - 2)
+        Self::recent_hash(key) & (RECENT - 2)
+    }
+
+    /// The bits [`Index::recent_slot`] picks a pair from.
+    #[inline(always)]
+    fn recent_hash(key: &[usize; 3]) -> usize {
+        (key[1] >> 3) ^ (key[1] >> 8) ^ key[2]
     }
 
     #[inline]
@@ -315,7 +321,7 @@ mod tests {
     /// one miss each, both hit for ever.
     #[test]
     fn two_sites_of_a_pair_used_in_turn_stop_missing() {
-        let hash = |k: &[usize; 3]| ((k[1] >> 3) ^ (k[1] >> 8) ^ k[2]) & (RECENT - 1);
+        let hash = |k: &[usize; 3]| Index::recent_hash(k) & (RECENT - 1);
         let a = [1, 0x1000, 0];
         let b = (1..)
             .map(|n| [2, 0x1000 + 8 * n, 0])
