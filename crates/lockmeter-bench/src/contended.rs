@@ -34,14 +34,14 @@ use crate::report::{Goal, Row, Unit};
 struct Aligned<T>(T);
 
 /// Rounds of the local-work loop between acquisitions in the `work` mix.
-const WORK_ROUNDS: u64 = 64;
+pub(crate) const WORK_ROUNDS: u64 = 64;
 
 /// Thread-local work between acquisitions: a dependent arithmetic chain.
 /// Never inlined: one copy of the loop, at one code alignment, serves the
 /// bare and the instrumented runs (inlined copies ran at 18 or 28 Mops/s
 /// depending on where each landed).
 #[inline(never)]
-fn local_work(rounds: u64, seed: u64) -> u64 {
+pub(crate) fn local_work(rounds: u64, seed: u64) -> u64 {
     let mut x = seed | 1;
     for _ in 0..rounds {
         x = black_box(x.wrapping_mul(0x5851_F42D_4C95_7F2D).wrapping_add(1));
@@ -84,7 +84,7 @@ const COLD_EVERY: u64 = 16;
 /// site, or every [`COLD_EVERY`]th time the next cold one (the threads
 /// half the cold sites apart).
 #[inline]
-fn hot_or_cold<L: Take>(lock: &L, t: usize, i: u64) {
+pub(crate) fn hot_or_cold<L: Take>(lock: &L, t: usize, i: u64) {
     if i % COLD_EVERY == COLD_EVERY - 1 {
         take_cold(
             lock,

@@ -22,7 +22,7 @@ pub fn rows(cfg: &Config, phase: Phase) -> Vec<Row> {
         goal,
     )
     .with_pair(round_trip(cfg))
-    .note("bare: parking_lot Mutex + Condvar; one op = two wake-ups")]
+    .note("bare: parking_lot Mutex + Condvar; one op = two wake-ups; both threads on CPU 0")]
 }
 
 /// Whose turn it is in a round trip; `stop` ends the partner.
@@ -85,6 +85,7 @@ impl<P: HandOver> PingPong<P> {
         // rows record both sides.
         let dispatch = tracing::dispatcher::get_default(|d| d.clone());
         let partner = std::thread::spawn(move || {
+            crate::measure::pin_to(0);
             tracing::dispatcher::with_default(&dispatch, || while s.hand_over(false) {})
         });
         PingPong {
@@ -109,7 +110,13 @@ impl<P: HandOver> Drop for PingPong<P> {
     }
 }
 
+/// Both sides of both pairs run on CPU 0: a wake-up across CPUs here
+/// took 3-90 µs by where the scheduler had put the sleeper (a woken idle
+/// CPU is slow to run it), which decided the row on its own (ratios of
+/// 0.03 to 35 between runs); on one CPU each hand-over is a switch.
 fn round_trip(cfg: &Config) -> Pair {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    crate::measure::pin_to(0);
     let bare = PingPong::start((
         parking_lot::Mutex::new(Turn::default()),
         parking_lot::Condvar::new(),
@@ -124,5 +131,8 @@ fn round_trip(cfg: &Config) -> Pair {
     cfg.batch = cfg.batch.max(std::time::Duration::from_millis(20));
     // The round trip sleeps: its cost is wall time.
     cfg.timer = crate::measure::Timer::Wall;
-    ns_pair(&cfg, |n| bare.rounds(n), |n| inst.rounds(n))
+    let pair = ns_pair(&cfg, |n| bare.rounds(n), |n| inst.rounds(n));
+    drop((bare, inst));
+    crate::measure::unpin(cpus);
+    pair
 }

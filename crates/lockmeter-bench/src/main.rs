@@ -31,6 +31,7 @@ mod measure;
 mod memory;
 mod prometheus;
 mod report;
+mod scrape_trace;
 mod selfcost;
 mod snapshot;
 mod stacks;
@@ -62,7 +63,7 @@ struct Args {
     wall_clock: bool,
     /// Run only these steps (comma-separated): unobserved, components,
     /// stacks, observed, modes, contended, memory, waitqueue, snapshot; with
-    /// --prometheus: observed, contended, scrape; with --callgrind: the
+    /// --prometheus: observed, contended, trace, scrape; with --callgrind: the
     /// uncontended rows by name (spinlock, mutex, sync_mutex, ...).
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
@@ -76,6 +77,12 @@ struct Args {
     /// as rounds are added.
     #[arg(long, requires = "prometheus", value_parser = clap::value_parser!(u64).range(2..))]
     rounds: Option<u64>,
+    /// With --prometheus: scrape every MS milliseconds instead of every
+    /// second; each row's change is then scaled to one scrape a second
+    /// (a scrape's effect adds), which resolves what a second's one
+    /// scrape does far sooner than more rounds do.
+    #[arg(long, value_name = "MS", requires = "prometheus", value_parser = clap::value_parser!(u64).range(1..=1000))]
+    scrape_every: Option<u64>,
     /// Count the uncontended rows' instructions per operation under
     /// `valgrind --tool=callgrind` instead of timing them.
     #[arg(long)]
@@ -152,7 +159,10 @@ fn main() {
     {
         eprintln!("could not install the lockmeter layer globally: {e}; observed rows skipped");
     } else if let Some(addr) = prometheus {
-        let scraper = prometheus::Scraper::start(addr);
+        let every = args
+            .scrape_every
+            .map_or(prometheus::SCRAPE_EVERY, std::time::Duration::from_millis);
+        let scraper = prometheus::Scraper::start(addr, every);
         step("observed", &mut || {
             prometheus::compare(&cfg, &scraper, args.rounds, &mut || {
                 uncontended::rows(&cfg, Phase::Observed)
@@ -163,6 +173,7 @@ fn main() {
                 contended::rows(&cfg, &handle)
             })
         });
+        step("trace", &mut || scrape_trace::rows(&cfg, &scraper));
         eprintln!("{} scrapes", scraper.scrapes());
         step("scrape", &mut || vec![scraper.cost_row()]);
     } else {

@@ -266,6 +266,29 @@ pub fn ns_pair(cfg: &Config, mut bare: impl FnMut(u64), mut instrumented: impl F
     )
 }
 
+/// Pins the calling thread to `cpu`; returns whether it worked.
+pub fn pin_to(cpu: usize) -> bool {
+    // SAFETY: `set` is a plain bit set that sched_setaffinity only reads,
+    // and pid 0 means the calling thread.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
+    }
+}
+
+/// Lets the calling thread run on every one of `cpus` CPUs again.
+pub fn unpin(cpus: usize) {
+    // SAFETY: as in `pin_to`.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        for cpu in 0..cpus {
+            libc::CPU_SET(cpu, &mut set);
+        }
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

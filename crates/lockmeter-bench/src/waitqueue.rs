@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use lockmeter::WaitQueue;
 
-use crate::measure::{Config, Pair};
+use crate::measure::{pin_to, unpin, Config, Pair};
 use crate::report::{Goal, Row, Unit};
 
 /// Waiters in the long queue.
@@ -30,29 +30,6 @@ pub const MANY: usize = 1000;
 
 /// How long to wait for waiters to (re)queue before giving up.
 const PATIENCE: Duration = Duration::from_secs(30);
-
-/// Pins the calling thread to `cpu`; returns whether it worked.
-fn pin_to(cpu: usize) -> bool {
-    // SAFETY: `set` is a plain bit set that sched_setaffinity only reads,
-    // and pid 0 means the calling thread.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
-    }
-}
-
-/// Lets the calling thread run on every CPU again.
-fn unpin(cpus: usize) {
-    // SAFETY: as in `pin_to`.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        for cpu in 0..cpus {
-            libc::CPU_SET(cpu, &mut set);
-        }
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-    }
-}
 
 /// Untimed pause after each round for the woken waiter to park again.
 const SETTLE: Duration = Duration::from_micros(50);

@@ -1,7 +1,8 @@
-//! A metered condition variable: parking_lot 0.12's `Condvar`, built on
-//! this crate's wait-queue pieces so loom can model it.
+//! A metered condition variable: parking_lot 0.12's `Condvar`, metered,
+//! over any `lock_api` raw condvar ([`MeteredCondvar`]); [`Condvar`] is
+//! the one over parking_lot's `RawCondvar`.
 //!
-//! A `Condvar` is a wait queue whose waiters sleep with a mutex released.
+//! A condvar is a wait queue whose waiters sleep with a mutex released.
 //! Its row (kind `condvar`) records, per call site, what a wait queue's
 //! does: waits, sleeps, timeouts (RJECT), wake latency and, for
 //! `wait_while*`, spurious wake-ups (woken with the condition still
@@ -10,31 +11,33 @@
 //! a wait ends the guard's hold, and its reacquisition is an acquisition
 //! of the mutex at the call site of the wait.
 //!
-//! # The algorithm
-//! The waiter queues itself under the condvar's own spinlock (a row of
-//! its own, `<condvar>.lock`) *before* it releases the mutex, then sleeps
-//! on its parker. A notifier that changed the state under the mutex
-//! therefore finds it queued: no wake-up is lost. `state` holds the raw
-//! mutex's address while anyone waits, 0 otherwise; it lets a notify with
-//! nobody waiting return after one load, and catches a second mutex.
+//! # Why the raw condvar does the waiting
+//! Sleeping and waking are the raw condvar's, so the metered one behaves
+//! exactly as parking_lot's: a notify with the mutex held does not wake
+//! the waiter but moves it onto the mutex's queue (requeue), and the
+//! notifier's unlock hands the mutex over, one wake-up per hand-over.
+//! Waking the waiter at once instead (this crate's own wait list, before)
+//! woke it inside its notifier's critical section, where it blocked on the
+//! mutex again: two sleeps per hand-over, 3-7x parking_lot's round trip.
+//!
+//! What the meter cannot see inside the raw wait, it stamps around it:
+//! each observed notify leaves its clock reading in `notified_at`, and a
+//! woken waiter measures from there both its wake latency and, as the
+//! mutex's wait, its reacquisition (docs/format.md).
 
 use std::fmt;
 use std::panic::Location;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
-use lock_api::RawMutex;
+use lock_api::{RawCondvar, RawCondvarTimed, RawMutex, RawMutexTimed};
 use lockmeter_model::LockKind;
 
-use crate::class::{Class, Role};
+use crate::class::Class;
 use crate::meter::{Meta, WaitStats, WakeCall};
 use crate::mutex::MeteredMutexGuard;
-use crate::primitive::{loom_const_fn, AtomicUsize, Ordering};
+use crate::primitive::loom_const_fn;
 use crate::recorder;
-use crate::spinlock::SpinLock;
-use crate::waitqueue::{sleep, wake_locked, PendingWakes, WaitList, Waiter, WakeOrder, ALL_KEYS};
-
-/// The message parking_lot panics with when a condvar meets a second mutex.
-const TWO_MUTEXES: &str = "attempted to use a condition variable with more than one mutex";
 
 /// Whether a timed wait ended by timing out.
 #[derive(Debug, PartialEq, Eq, Copy, Clone)]
@@ -48,21 +51,9 @@ impl WaitTimeoutResult {
     }
 }
 
-/// The drop-in replacement for `parking_lot::Condvar`, metered as a wait
-/// queue of kind `condvar` (docs/format.md says what its rows count).
-///
-/// # Differences from parking_lot
-/// - `wait*` take the guard of any `MeteredMutex` (a `FairMutex`'s too),
-///   not only a `Mutex`'s.
-/// - `notify_all` wakes every waiter, which then contend for the mutex (its
-///   rows show it); parking_lot wakes one and requeues the rest onto the
-///   mutex.
-/// - `notify_one` returns whether it woke a thread; parking_lot also
-///   returns `true` for a thread it requeued.
-/// - Each wait allocates its waiter (with its own parker); parking_lot uses
-///   a thread-local parker.
-/// - Built on this crate's wait list and parker, not `parking_lot_core`, so
-///   the loom models cover it.
+/// The drop-in replacement for `parking_lot::Condvar`: parking_lot's own
+/// raw condvar (requeue and all), metered as a wait queue of kind
+/// `condvar` (docs/format.md says what its rows count).
 ///
 /// # Examples
 ///
@@ -82,193 +73,130 @@ impl WaitTimeoutResult {
 /// # drop(ready);
 /// t.join().unwrap();
 /// ```
-pub struct Condvar {
-    /// The raw mutex waiters use (its address), or 0 when none waits.
-    /// Written under `queue`'s lock; read without it by the notify fast
-    /// path, which a notifier reaches after the mutex that ordered the
-    /// waiter's store before it.
-    state: AtomicUsize,
-    queue: SpinLock<WaitList>,
+pub type Condvar = MeteredCondvar<parking_lot::RawCondvar>;
+
+/// A condition variable over the raw condvar `C`, for the guards of a
+/// [`crate::MeteredMutex`] over `C`'s raw mutex; every wait, notify,
+/// wake-up and reacquisition is recorded as [`Condvar`]'s.
+pub struct MeteredCondvar<C: RawCondvar> {
+    raw: C,
+    /// The clock reading of the latest observed notify while observed
+    /// waiters slept (0: none yet): where a woken waiter's wake latency,
+    /// and its reacquisition's wait, begin. The raw condvar's own
+    /// synchronisation orders a notify's store before its waiter's load.
+    notified_at: AtomicU64,
+    /// Observed waits asleep now: a notify's `waiting`, the row's maximum.
+    asleep: AtomicUsize,
     meta: Meta,
 }
 
-impl Condvar {
+impl<C: RawCondvar> MeteredCondvar<C> {
     loom_const_fn! {
         /// A condvar whose class is its creation site.
         #[track_caller]
-        pub const fn new() -> Condvar {
-            Condvar::with_class(Class::new(None, Location::caller()))
+        pub const fn new() -> Self {
+            Self::with_class(Class::new(None, Location::caller()))
         }
     }
 
     loom_const_fn! {
         /// A condvar of the class `name`.
         #[track_caller]
-        pub const fn named(name: &'static str) -> Condvar {
-            Condvar::with_class(Class::new(Some(name), Location::caller()))
+        pub const fn named(name: &'static str) -> Self {
+            Self::with_class(Class::new(Some(name), Location::caller()))
         }
     }
 
-    loom_const_fn! {
-        const fn with_class(class: Class) -> Condvar {
-            Condvar {
-                state: AtomicUsize::new(0),
-                queue: SpinLock::with_class(class.inner(Role::InnerLock), WaitList::new(WakeOrder::Fifo)),
-                meta: Meta::new(class, LockKind::Condvar),
-            }
+    const fn with_class(class: Class) -> Self {
+        MeteredCondvar {
+            raw: C::INIT,
+            notified_at: AtomicU64::new(0),
+            asleep: AtomicUsize::new(0),
+            meta: Meta::new(class, LockKind::Condvar),
         }
     }
 
-    /// Wakes one waiter; returns whether one was woken.
+    /// Wakes one waiter; returns whether one was woken or moved onto the
+    /// mutex's queue (as parking_lot).
     #[track_caller]
     #[inline]
     pub fn notify_one(&self) -> bool {
-        self.notify(1, Location::caller()) != 0
+        if recorder::observing() {
+            return self.notify_observed(false, Location::caller()) != 0;
+        }
+        self.raw.notify_one()
     }
 
-    /// Wakes every waiter; returns how many were woken.
+    /// Wakes every waiter; returns how many were woken or requeued.
     #[track_caller]
     #[inline]
     pub fn notify_all(&self) -> usize {
-        self.notify(usize::MAX, Location::caller())
-    }
-
-    #[inline]
-    fn notify(&self, nr: usize, site: &'static Location<'static>) -> usize {
-        if self.state.load(Ordering::Relaxed) == 0 {
-            if recorder::observing() {
-                self.record_empty_notify(site);
-            }
-            return 0;
+        if recorder::observing() {
+            return self.notify_observed(true, Location::caller());
         }
-        self.notify_slow(nr, site)
+        self.raw.notify_all()
     }
 
-    /// A notify that found nobody waiting still counts, observed.
-    #[cold]
+    /// A notify, counted: the stamp goes out before the raw notify, so
+    /// that a waiter it wakes finds it.
     #[inline(never)]
-    fn record_empty_notify(&self, site: &'static Location<'static>) {
-        WakeCall::start(&self.meta, site).finish_empty();
-    }
-
-    #[cold]
-    fn notify_slow(&self, nr: usize, site: &'static Location<'static>) -> usize {
-        let mut pending = PendingWakes::default();
-        let mut list = self.queue.lock();
-        let woken = wake_locked(&self.meta, &mut list, ALL_KEYS, nr, site, &mut pending);
-        if list.len() == 0 {
-            self.state.store(0, Ordering::Relaxed);
+    fn notify_observed(&self, all: bool, site: &'static Location<'static>) -> usize {
+        let call = WakeCall::start(&self.meta, site);
+        let waiting = self.asleep.load(Relaxed);
+        if waiting != 0 {
+            self.notified_at.store(call.stamp(), Relaxed);
         }
-        drop(list);
-        pending.unpark_all();
+        let woken = match all {
+            true => self.raw.notify_all(),
+            false => usize::from(self.raw.notify_one()),
+        };
+        match woken {
+            0 => call.finish_empty(),
+            n => call.finish(waiting as u64, n as u64, n as u64),
+        }
         woken
     }
 
     /// Releases the mutex, sleeps until notified, and locks it again.
     #[track_caller]
-    pub fn wait<R: RawMutex, T: ?Sized>(&self, mutex_guard: &mut MeteredMutexGuard<'_, R, T>) {
-        self.wait_until_internal(mutex_guard, None, Location::caller());
-    }
-
-    timed_pair! {
-        /// [`wait`](Self::wait), giving up after `timeout` (counted in RJECT).
-        fn wait_for(timeout: Duration) = to_deadline;
-        /// [`wait`](Self::wait), giving up at `timeout` (counted in RJECT).
-        fn wait_until(timeout: Instant) = Some;
-        #[track_caller]
-        pub fn [R: RawMutex, T: ?Sized] (
-            &self,
-            mutex_guard: &mut MeteredMutexGuard<'_, R, T>,
-        ) limit () -> WaitTimeoutResult,
-        |deadline, limit| {
-            self.wait_until_internal(mutex_guard, deadline(limit), Location::caller())
-        }
+    pub fn wait<T: ?Sized>(&self, mutex_guard: &mut MeteredMutexGuard<'_, C::RawMutex, T>) {
+        let site = Location::caller();
+        let mut stats = WaitStats::start(&self.meta, site);
+        // SAFETY: `raw` and `state` are the guard's mutex and acquisition.
+        let woken = self.sleep_once(mutex_guard, site, &mut stats, |raw, state| unsafe {
+            self.raw.wait(raw, state);
+            false
+        });
+        stats.finish(woken);
     }
 
     /// Waits while `condition` returns true: returns with it false and the
     /// mutex held. A wake-up that finds it still true counts as spurious.
     #[track_caller]
-    pub fn wait_while<R, T, F>(&self, mutex_guard: &mut MeteredMutexGuard<'_, R, T>, condition: F)
-    where
-        R: RawMutex,
-        T: ?Sized,
-        F: FnMut(&mut T) -> bool,
-    {
-        self.wait_while_at(mutex_guard, condition, None, Location::caller());
-    }
-
-    /// [`wait_while`](Self::wait_while), giving up at `timeout`; then the
-    /// result says so, whatever `condition` would now return (as
-    /// parking_lot).
-    #[track_caller]
-    pub fn wait_while_until<R, T, F>(
+    pub fn wait_while<T, F>(
         &self,
-        mutex_guard: &mut MeteredMutexGuard<'_, R, T>,
+        mutex_guard: &mut MeteredMutexGuard<'_, C::RawMutex, T>,
         condition: F,
-        timeout: Instant,
-    ) -> WaitTimeoutResult
-    where
-        R: RawMutex,
+    ) where
         T: ?Sized,
         F: FnMut(&mut T) -> bool,
     {
-        self.wait_while_at(mutex_guard, condition, Some(timeout), Location::caller())
+        // SAFETY: as in `wait`.
+        let wait = |raw: &C::RawMutex, state: &mut _| unsafe {
+            self.raw.wait(raw, state);
+            false
+        };
+        self.wait_while_with(mutex_guard, condition, Location::caller(), wait);
     }
 
-    /// [`wait_while`](Self::wait_while), giving up after `timeout`.
-    #[track_caller]
-    pub fn wait_while_for<R, T, F>(
+    /// `wait_while*`'s loop over one raw wait, `wait` (which returns
+    /// whether it timed out).
+    fn wait_while_with<T: ?Sized>(
         &self,
-        mutex_guard: &mut MeteredMutexGuard<'_, R, T>,
-        condition: F,
-        timeout: Duration,
-    ) -> WaitTimeoutResult
-    where
-        R: RawMutex,
-        T: ?Sized,
-        F: FnMut(&mut T) -> bool,
-    {
-        let deadline = to_deadline(timeout);
-        self.wait_while_at(mutex_guard, condition, deadline, Location::caller())
-    }
-
-    /// parking_lot's (private) common form of the `wait_while*` methods,
-    /// which its own unit tests call; public here, hidden, so those tests
-    /// run unchanged against this type.
-    #[doc(hidden)]
-    #[track_caller]
-    pub fn wait_while_until_internal<R, T, F>(
-        &self,
-        mutex_guard: &mut MeteredMutexGuard<'_, R, T>,
-        condition: F,
-        timeout: Option<Instant>,
-    ) -> WaitTimeoutResult
-    where
-        R: RawMutex,
-        T: ?Sized,
-        F: FnMut(&mut T) -> bool,
-    {
-        self.wait_while_at(mutex_guard, condition, timeout, Location::caller())
-    }
-
-    fn wait_until_internal<R: RawMutex, T: ?Sized>(
-        &self,
-        guard: &mut MeteredMutexGuard<'_, R, T>,
-        deadline: Option<Instant>,
-        site: &'static Location<'static>,
-    ) -> WaitTimeoutResult {
-        let mut stats = WaitStats::start(&self.meta, site);
-        let woken = self.sleep_once(guard, deadline, site, &mut stats);
-        stats.finish(woken);
-        WaitTimeoutResult(!woken)
-    }
-
-    fn wait_while_at<R: RawMutex, T: ?Sized>(
-        &self,
-        guard: &mut MeteredMutexGuard<'_, R, T>,
+        guard: &mut MeteredMutexGuard<'_, C::RawMutex, T>,
         mut condition: impl FnMut(&mut T) -> bool,
-        deadline: Option<Instant>,
         site: &'static Location<'static>,
+        mut wait: impl FnMut(&C::RawMutex, &mut <C::RawMutex as RawMutex>::Guard) -> bool,
     ) -> WaitTimeoutResult {
         let mut stats = WaitStats::start(&self.meta, site);
         let mut first = true;
@@ -277,7 +205,7 @@ impl Condvar {
                 stats.spurious();
             }
             first = false;
-            if !self.sleep_once(guard, deadline, site, &mut stats) {
+            if !self.sleep_once(guard, site, &mut stats, &mut wait) {
                 stats.finish(false);
                 return WaitTimeoutResult(true);
             }
@@ -286,53 +214,181 @@ impl Condvar {
         WaitTimeoutResult(false)
     }
 
-    /// One sleep: queue, release the mutex, park, leave the queue, lock
-    /// the mutex again (an acquisition at `site`). Returns whether a
-    /// notify woke it (false: the deadline passed).
-    fn sleep_once<R: RawMutex, T: ?Sized>(
+    /// One raw wait, `wait`: the guard's hold ends, the raw condvar
+    /// unlocks, sleeps and relocks, and the reacquisition is an
+    /// acquisition at `site`. Returns whether a notify woke it (false:
+    /// the deadline passed).
+    fn sleep_once<T: ?Sized>(
         &self,
-        guard: &mut MeteredMutexGuard<'_, R, T>,
-        deadline: Option<Instant>,
+        guard: &mut MeteredMutexGuard<'_, C::RawMutex, T>,
         site: &'static Location<'static>,
         stats: &mut WaitStats,
+        wait: impl FnOnce(&C::RawMutex, &mut <C::RawMutex as RawMutex>::Guard) -> bool,
     ) -> bool {
-        let mutex = guard.lock_addr();
-        let waiter = Waiter::new(true, ALL_KEYS);
-        {
-            let mut list = self.queue.lock();
-            let state = self.state.load(Ordering::Relaxed);
-            if state == 0 {
-                self.state.store(mutex, Ordering::Relaxed);
-            } else if state != mutex {
-                drop(list);
-                // Count this wait (as given up) before unwinding: the
-                // guard, still locked, records its hold as it drops.
-                stats.refused();
-                panic!("{TWO_MUTEXES}");
+        let asleep_at = stats.now();
+        stats.sleeping();
+        let counted = asleep_at.is_some();
+        if counted {
+            stats.queued(self.asleep.fetch_add(1, Relaxed) + 1);
+        }
+        guard.end_hold_keep_locked();
+        let timed_out = {
+            // A raw wait that panics (parking_lot's, on a second mutex)
+            // does so before it unlocks: the wait counts as refused, and
+            // the guard, still locked, unlocks as it drops.
+            let refused = crate::on_drop::OnDrop(|| {
+                if std::thread::panicking() {
+                    stats.refused();
+                    if counted {
+                        self.asleep.fetch_sub(1, Relaxed);
+                    }
+                }
+            });
+            let (raw, state) = guard.raw_parts();
+            let timed_out = wait(raw, state);
+            drop(refused);
+            timed_out
+        };
+        if counted {
+            self.asleep.fetch_sub(1, Relaxed);
+        }
+        // The notify that woke this waiter stamped after it fell asleep;
+        // an older stamp means its notify was not observed.
+        let woken_at = match (timed_out, asleep_at) {
+            (false, Some(asleep)) => {
+                let at = self.notified_at.load(Relaxed);
+                (at >= asleep).then_some(at)
             }
-            stats.queued(list.add(&waiter));
+            _ => None,
+        };
+        if let Some(at) = woken_at {
+            stats.woken(at);
         }
-        guard.end_hold_unlock();
-        let signaled = sleep(stats, &waiter, deadline);
-        let woken = signaled || self.leave(&waiter);
-        if woken {
-            stats.woken(waiter.woken_at.load(std::sync::atomic::Ordering::Relaxed));
-        }
-        guard.relock(site);
-        woken
+        guard.begin_reacquired_hold(site, woken_at);
+        !timed_out
+    }
+}
+
+impl<C> MeteredCondvar<C>
+where
+    C: RawCondvarTimed,
+    C::RawMutex: RawMutexTimed<Duration = Duration, Instant = Instant>,
+{
+    /// [`wait`](Self::wait), giving up after `timeout` (counted in RJECT).
+    #[track_caller]
+    pub fn wait_for<T: ?Sized>(
+        &self,
+        mutex_guard: &mut MeteredMutexGuard<'_, C::RawMutex, T>,
+        timeout: Duration,
+    ) -> WaitTimeoutResult {
+        self.wait_until_at(mutex_guard, to_deadline(timeout), Location::caller())
     }
 
-    /// Leaves the queue after a timeout; returns whether a notify picked
-    /// the waiter meanwhile (then the wake-up is its own).
-    fn leave(&self, waiter: &Waiter) -> bool {
-        let mut list = self.queue.lock();
-        let woken = list.remove(waiter);
-        if list.len() == 0 {
-            self.state.store(0, Ordering::Relaxed);
+    /// [`wait`](Self::wait), giving up at `timeout` (counted in RJECT).
+    #[track_caller]
+    pub fn wait_until<T: ?Sized>(
+        &self,
+        mutex_guard: &mut MeteredMutexGuard<'_, C::RawMutex, T>,
+        timeout: Instant,
+    ) -> WaitTimeoutResult {
+        self.wait_until_at(mutex_guard, Some(timeout), Location::caller())
+    }
+
+    /// [`wait_while`](Self::wait_while), giving up at `timeout`; then the
+    /// result says so, whatever `condition` would now return (as
+    /// parking_lot).
+    #[track_caller]
+    pub fn wait_while_until<T, F>(
+        &self,
+        mutex_guard: &mut MeteredMutexGuard<'_, C::RawMutex, T>,
+        condition: F,
+        timeout: Instant,
+    ) -> WaitTimeoutResult
+    where
+        T: ?Sized,
+        F: FnMut(&mut T) -> bool,
+    {
+        self.wait_while_until_at(mutex_guard, condition, Some(timeout), Location::caller())
+    }
+
+    /// [`wait_while`](Self::wait_while), giving up after `timeout`.
+    #[track_caller]
+    pub fn wait_while_for<T, F>(
+        &self,
+        mutex_guard: &mut MeteredMutexGuard<'_, C::RawMutex, T>,
+        condition: F,
+        timeout: Duration,
+    ) -> WaitTimeoutResult
+    where
+        T: ?Sized,
+        F: FnMut(&mut T) -> bool,
+    {
+        let deadline = to_deadline(timeout);
+        self.wait_while_until_at(mutex_guard, condition, deadline, Location::caller())
+    }
+
+    /// parking_lot's (private) common form of the `wait_while*` methods,
+    /// which its own unit tests call; public here, hidden, so those tests
+    /// run unchanged against this type.
+    #[doc(hidden)]
+    #[track_caller]
+    pub fn wait_while_until_internal<T, F>(
+        &self,
+        mutex_guard: &mut MeteredMutexGuard<'_, C::RawMutex, T>,
+        condition: F,
+        timeout: Option<Instant>,
+    ) -> WaitTimeoutResult
+    where
+        T: ?Sized,
+        F: FnMut(&mut T) -> bool,
+    {
+        self.wait_while_until_at(mutex_guard, condition, timeout, Location::caller())
+    }
+
+    fn wait_until_at<T: ?Sized>(
+        &self,
+        guard: &mut MeteredMutexGuard<'_, C::RawMutex, T>,
+        deadline: Option<Instant>,
+        site: &'static Location<'static>,
+    ) -> WaitTimeoutResult {
+        let mut stats = WaitStats::start(&self.meta, site);
+        let woken = self.sleep_once(guard, site, &mut stats, |raw, state| {
+            self.raw_wait_until(raw, state, deadline)
+        });
+        stats.finish(woken);
+        WaitTimeoutResult(!woken)
+    }
+
+    fn wait_while_until_at<T: ?Sized>(
+        &self,
+        guard: &mut MeteredMutexGuard<'_, C::RawMutex, T>,
+        condition: impl FnMut(&mut T) -> bool,
+        deadline: Option<Instant>,
+        site: &'static Location<'static>,
+    ) -> WaitTimeoutResult {
+        let wait = |raw: &C::RawMutex, state: &mut _| self.raw_wait_until(raw, state, deadline);
+        self.wait_while_with(guard, condition, site, wait)
+    }
+
+    /// The raw wait until `deadline` (for ever without one); true if it
+    /// timed out.
+    fn raw_wait_until(
+        &self,
+        raw: &C::RawMutex,
+        state: &mut <C::RawMutex as RawMutex>::Guard,
+        deadline: Option<Instant>,
+    ) -> bool {
+        // SAFETY: `raw` and `state` are a held guard's mutex and
+        // acquisition (`sleep_once` passes nothing else).
+        unsafe {
+            match deadline {
+                Some(d) => self.raw.wait_until(raw, state, &d),
+                None => {
+                    self.raw.wait(raw, state);
+                    false
+                }
+            }
         }
-        drop(list);
-        waiter.parker.clear();
-        woken
     }
 }
 
@@ -341,14 +397,14 @@ fn to_deadline(timeout: Duration) -> Option<Instant> {
     Instant::now().checked_add(timeout)
 }
 
-impl Default for Condvar {
+impl<C: RawCondvar> Default for MeteredCondvar<C> {
     #[track_caller]
-    fn default() -> Condvar {
-        Condvar::new()
+    fn default() -> Self {
+        Self::new()
     }
 }
 
-impl fmt::Debug for Condvar {
+impl<C: RawCondvar> fmt::Debug for MeteredCondvar<C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.pad("Condvar { .. }")
     }

@@ -10,7 +10,7 @@
 //! | item | what it is |
 //! |---|---|
 //! | [`SpinLock`] | test-and-test-and-set spinlock with bounded backoff |
-//! | [`Mutex`], [`FairMutex`], [`ReentrantMutex`], [`RwLock`], [`Condvar`] | parking_lot 0.12's API, metered; over any `lock_api` raw lock via [`MeteredMutex`], [`MeteredReentrantMutex`], [`MeteredRwLock`] |
+//! | [`Mutex`], [`FairMutex`], [`ReentrantMutex`], [`RwLock`], [`Condvar`] | parking_lot 0.12's API, metered; over any `lock_api` raw lock via [`MeteredMutex`], [`MeteredReentrantMutex`], [`MeteredRwLock`], [`MeteredCondvar`] |
 //! | [`sync`] | drop-ins for `std::sync`'s `Mutex`, `RwLock`, `Condvar` (poisoning and all) |
 //! | [`Semaphore`] | counting semaphore built from a [`SpinLock`] and a [`WaitQueue`] |
 //! | [`WaitQueue`] | Linux-style wait queue: exclusive, keyed, FIFO/LIFO, `*_locked` operations |
@@ -136,7 +136,7 @@ mod stacks;
 pub mod sync;
 mod waitqueue;
 
-pub use condvar::{Condvar, WaitTimeoutResult};
+pub use condvar::{Condvar, MeteredCondvar, WaitTimeoutResult};
 pub use layer::{Handle, Layer, LayerBuilder, DEFAULT_HOLD_SAMPLING, DEFAULT_SLOW_THRESHOLD};
 pub use lockmeter_model as model;
 pub use mutex::{

@@ -381,17 +381,28 @@ impl<'a, R: RawMutex, T: ?Sized> MeteredMutexGuard<'a, R, T> {
         self.hold = hold;
     }
 
-    /// Ends the hold and unlocks, for a `Condvar` wait; [`relock`](Self::relock)
-    /// must follow before the guard is used or dropped.
-    pub(crate) fn end_hold_unlock(&mut self) {
-        let lock = self.lock;
-        // SAFETY: `raw` is the state of this guard's acquisition.
-        self.end_hold(|raw| unsafe { lock.raw.unlock(raw) });
+    /// Ends the hold but keeps the lock, for a `Condvar` wait, whose raw
+    /// condvar unlocks and relocks it;
+    /// [`begin_reacquired_hold`](Self::begin_reacquired_hold) follows.
+    pub(crate) fn end_hold_keep_locked(&mut self) {
+        let hold = std::mem::replace(&mut self.hold, Hold::none());
+        hold.release(|| ());
     }
 
-    /// The raw lock's address: what a `Condvar` checks it is used with.
-    pub(crate) fn lock_addr(&self) -> usize {
-        &self.lock.raw as *const R as usize
+    /// The raw lock and this acquisition's raw state, for a raw condvar.
+    pub(crate) fn raw_parts(&mut self) -> (&'a R, &mut R::Guard) {
+        (&self.lock.raw, &mut self.raw)
+    }
+
+    /// The hold of the reacquisition a raw condvar's wait made, counted
+    /// at `site`: contended, waiting since `woken_at`, when a notify then
+    /// woke it; else NOWAIT.
+    pub(crate) fn begin_reacquired_hold(
+        &mut self,
+        site: &'static Location<'static>,
+        woken_at: Option<u64>,
+    ) {
+        self.hold = meter::reacquired(&self.lock.meta, site, Mode::Exclusive, woken_at);
     }
 
     /// The data as a `&'a mut T` for ever: the lock stays held. The

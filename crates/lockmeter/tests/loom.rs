@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 
-use lockmeter::{Condvar, MeteredMutex, Semaphore, SpinLock, WaitQueue, WakeOrder};
+use lockmeter::{MeteredCondvar, MeteredMutex, Semaphore, SpinLock, WaitQueue, WakeOrder};
 use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use loom::thread;
 
@@ -207,6 +207,84 @@ unsafe impl lock_api::RawMutex for LoomRawMutex {
 
 type LoomMutex<T> = MeteredMutex<LoomRawMutex, T>;
 
+/// A raw condvar loom can see, for the metered condvar's models: the
+/// one `lockmeter::Condvar` runs on is parking_lot's, whose parking lot
+/// loom cannot run (nor parking_lot's raw mutex, hence `LoomRawMutex`).
+/// Waiters take a ticket that a notify hands out; with a count of the
+/// waiters asleep, a notify reports exactly whom it picked and waits never
+/// return spuriously, as parking_lot's.
+struct LoomRawCondvar {
+    /// Waiters between unlocking the mutex and taking a ticket.
+    asleep: std::sync::OnceLock<AtomicUsize>,
+    /// Notifications not yet taken by a waiter.
+    tickets: std::sync::OnceLock<AtomicUsize>,
+}
+
+impl LoomRawCondvar {
+    fn asleep(&self) -> &AtomicUsize {
+        self.asleep.get_or_init(|| AtomicUsize::new(0))
+    }
+
+    fn tickets(&self) -> &AtomicUsize {
+        self.tickets.get_or_init(|| AtomicUsize::new(0))
+    }
+}
+
+// SAFETY: a waiter counts itself asleep while it still holds the mutex,
+// so a notifier that changed the state under the mutex afterwards finds
+// it; it returns only with a ticket taken and the mutex locked again.
+unsafe impl lock_api::RawCondvar for LoomRawCondvar {
+    #[allow(clippy::declare_interior_mutable_const)]
+    const INIT: Self = LoomRawCondvar {
+        asleep: std::sync::OnceLock::new(),
+        tickets: std::sync::OnceLock::new(),
+    };
+    type RawMutex = LoomRawMutex;
+
+    unsafe fn wait(&self, mutex: &LoomRawMutex, guard: &mut ()) {
+        use lock_api::RawMutex;
+        self.asleep().fetch_add(1, Ordering::AcqRel);
+        // SAFETY: the caller holds `mutex`, with the state `guard`.
+        unsafe { mutex.unlock(*guard) };
+        while self
+            .tickets()
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
+            .is_err()
+        {
+            thread::yield_now();
+        }
+        mutex.lock();
+    }
+
+    fn notify_one(&self) -> bool {
+        let picked = self
+            .asleep()
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
+            .is_ok();
+        if picked {
+            self.tickets().fetch_add(1, Ordering::AcqRel);
+        }
+        picked
+    }
+
+    fn notify_all(&self) -> usize {
+        let picked = self.asleep().swap(0, Ordering::AcqRel);
+        self.tickets().fetch_add(picked, Ordering::AcqRel);
+        picked
+    }
+}
+
+type LoomCondvar = MeteredCondvar<LoomRawCondvar>;
+
+/// A condvar whose words exist before any thread is spawned (see
+/// `loom_mutex`).
+fn loom_condvar() -> LoomCondvar {
+    let cv = LoomCondvar::new();
+    // `notify_all` touches both words.
+    assert_eq!(cv.notify_all(), 0, "nobody waits yet");
+    cv
+}
+
 /// A mutex whose lock word exists before any thread is spawned (made
 /// later, by whichever thread locks first, loom would see its creation
 /// race with the other thread's use).
@@ -219,7 +297,7 @@ fn loom_mutex<T>(value: T) -> LoomMutex<T> {
 #[test]
 fn condvar_notify_one_loses_no_wakeup() {
     loom::model(|| {
-        let pair = Arc::new((loom_mutex(false), Condvar::new()));
+        let pair = Arc::new((loom_mutex(false), loom_condvar()));
         let p2 = pair.clone();
         let notifier = thread::spawn(move || {
             *p2.0.lock() = true;
@@ -240,7 +318,7 @@ fn condvar_notify_one_loses_no_wakeup() {
 #[test]
 fn condvar_wait_while_returns_only_with_its_condition_met() {
     loom::model(|| {
-        let pair = Arc::new((loom_mutex(0u32), Condvar::new()));
+        let pair = Arc::new((loom_mutex(0u32), loom_condvar()));
         let p2 = pair.clone();
         let notifier = thread::spawn(move || {
             // A wake-up with the condition still unmet, then the one that
@@ -261,7 +339,7 @@ fn condvar_wait_while_returns_only_with_its_condition_met() {
 #[test]
 fn condvar_notify_all_wakes_every_waiter() {
     model_with_spinning(|| {
-        let pair = Arc::new((loom_mutex(false), Condvar::new()));
+        let pair = Arc::new((loom_mutex(false), loom_condvar()));
         let waiters: Vec<_> = (0..2)
             .map(|_| {
                 let p = pair.clone();

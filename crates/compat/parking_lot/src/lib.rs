@@ -16,7 +16,7 @@
 //! | [`Mutex`], [`FairMutex`], [`ReentrantMutex`], [`RwLock`] and their guards | lockmeter's `Metered*` types over this crate's raw locks |
 //! | [`RawMutex`], [`RawFairMutex`], [`RawRwLock`], [`RawThreadId`] | parking_lot 0.13's raw locks, under lock_api 0.4's and 0.5's traits |
 //! | [`lock_api`] | lock_api 0.4's traits, with lockmeter's generic lock types |
-//! | [`Condvar`], [`WaitTimeoutResult`] | lockmeter's metered condition variable |
+//! | [`Condvar`], [`WaitTimeoutResult`] | lockmeter's metered condition variable over parking_lot 0.13's raw one ([`RawCondvar`]) |
 //! | [`Once`], [`OnceState`] | parking_lot 0.13's (not a lock: not metered) |
 //!
 //! Every lock constructor and acquisition is `#[track_caller]`, so the
@@ -32,9 +32,13 @@
 pub mod lock_api;
 mod raw;
 
-pub use raw::{RawFairMutex, RawMutex, RawRwLock, RawThreadId};
+pub use raw::{RawCondvar, RawFairMutex, RawMutex, RawRwLock, RawThreadId};
 
-pub use lockmeter::{Condvar, WaitTimeoutResult};
+pub use lockmeter::WaitTimeoutResult;
+
+/// A condition variable (parking_lot's, requeue and all), metered: waits,
+/// notifies and wake-ups per call site, for this crate's [`Mutex`].
+pub type Condvar = lockmeter::MeteredCondvar<RawCondvar>;
 pub use parking_lot013::{Once, OnceState};
 
 #[cfg(feature = "deadlock_detection")]

@@ -475,3 +475,50 @@ macro_rules! thread_id {
 
 thread_id!(v4);
 thread_id!(v5);
+
+/// parking_lot 0.13's raw condvar for this crate's [`RawMutex`] (not in
+/// parking_lot 0.12's API: [`crate::Condvar`] is built on it, so that its
+/// waits take this crate's `MutexGuard` and requeue onto the lock inside).
+pub struct RawCondvar(pl::RawCondvar);
+
+// SAFETY: forwards to parking_lot's raw condvar with the raw mutex inside
+// ours, which is the lock ours locks and unlocks: its contract is theirs.
+unsafe impl v5::RawCondvar for RawCondvar {
+    #[allow(clippy::declare_interior_mutable_const)]
+    const INIT: Self = RawCondvar(<pl::RawCondvar as v5::RawCondvar>::INIT);
+    type RawMutex = RawMutex;
+
+    #[inline]
+    unsafe fn wait(&self, mutex: &RawMutex, guard: &mut <RawMutex as v5::RawMutex>::Guard) {
+        // SAFETY: the caller's contract, for the lock inside `mutex`.
+        unsafe { v5::RawCondvar::wait(&self.0, &mutex.0, guard) }
+    }
+
+    #[inline]
+    fn notify_one(&self) -> bool {
+        v5::RawCondvar::notify_one(&self.0)
+    }
+
+    #[inline]
+    fn notify_all(&self) -> usize {
+        v5::RawCondvar::notify_all(&self.0)
+    }
+}
+
+// SAFETY: as above.
+unsafe impl v5::RawCondvarTimed for RawCondvar {
+    fn checked_duration_to_instant(timeout: &Duration) -> Option<Instant> {
+        <pl::RawCondvar as v5::RawCondvarTimed>::checked_duration_to_instant(timeout)
+    }
+
+    #[inline]
+    unsafe fn wait_until(
+        &self,
+        mutex: &RawMutex,
+        guard: &mut <RawMutex as v5::RawMutex>::Guard,
+        timeout: &Instant,
+    ) -> bool {
+        // SAFETY: as in `wait`.
+        unsafe { v5::RawCondvarTimed::wait_until(&self.0, &mutex.0, guard, timeout) }
+    }
+}

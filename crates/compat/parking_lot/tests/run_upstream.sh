@@ -33,9 +33,9 @@ echo "upstream tests from $src"
 
 # 2. One test crate per mode: each module's `#[cfg(test)]` tail (the test
 #    modules are the last items of these files), with `use crate::`
-#    pointed at the crate under test, and the three calls of parking_lot's
-#    private `Condvar::wait_while_until_internal` pointed at its public
-#    equivalent (lib.rs below).
+#    pointed at the crate under test. Three Condvar tests call parking_lot's
+#    private `Condvar::wait_while_until_internal`, which lockmeter's
+#    condvar offers (hidden) for them.
 make_crate() { # name, dependency line, import root
     local dir=$scratch/$1
     rm -rf "$dir/src" && scratch_package "$dir" "$1"
@@ -52,30 +52,12 @@ unexpected_cfgs = "allow"
 TOML
     cat >"$dir/src/lib.rs" <<'RS'
 //! parking_lot 0.12's unit tests, extracted by run_upstream.sh.
-
-/// Three Condvar tests call parking_lot's private
-/// `wait_while_until_internal(guard, condition, Option<deadline>)`; this
-/// is it in public API: `None` waits without a deadline.
-#[cfg(test)]
-pub(crate) fn wait_while_until_internal<R: lock_api::RawMutex, T>(
-    cv: &lockmeter::Condvar,
-    guard: &mut lockmeter::MeteredMutexGuard<'_, R, T>,
-    condition: impl FnMut(&mut T) -> bool,
-    deadline: Option<std::time::Instant>,
-) -> lockmeter::WaitTimeoutResult {
-    match deadline {
-        Some(d) => cv.wait_while_until(guard, condition, d),
-        None => cv.wait_while_for(guard, condition, std::time::Duration::from_secs(86_400)),
-    }
-}
 RS
     for m in $modules; do
         local file=$src/$m.rs
         grep -q '^#\[cfg(test)\]' "$file" || { echo "run_upstream: no tests in $file" >&2; exit 1; }
         sed -n '/^#\[cfg(test)\]/,$p' "$file" |
-            sed -e "s/\buse crate::/use $3::/g" \
-                -e 's/\bcv\.wait_while_until_internal(/crate::wait_while_until_internal(\&cv, /g' \
-                >"$dir/src/$m.rs"
+            sed -e "s/\buse crate::/use $3::/g" >"$dir/src/$m.rs"
         echo "mod $m;" >>"$dir/src/lib.rs"
     done
 }

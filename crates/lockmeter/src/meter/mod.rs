@@ -525,3 +525,29 @@ pub(crate) fn acquire_timed<G>(
         }
     }
 }
+
+/// An acquisition someone else made for the caller: a raw condvar's wait
+/// relocks the mutex before it returns. Counted at `site` as contended,
+/// waiting since `waited_since` (the notify that woke the waiter, which
+/// then waited for its notifier's unlock), or as NOWAIT without one.
+pub(crate) fn reacquired(
+    meta: &Meta,
+    site: &'static Location<'static>,
+    mode: Mode,
+    waited_since: Option<u64>,
+) -> Hold {
+    let Some(probe) = Probe::start(meta, site, mode) else {
+        return Hold::none();
+    };
+    let Some(start) = waited_since else {
+        return probe.acquired_nowait(meta, site);
+    };
+    now::wait_begins(meta.instance(), probe.entry, probe.recorder);
+    let waiting = Waiting {
+        start,
+        holder: meta.holder.load(Relaxed),
+        blame: std::ptr::null(),
+        pre: PreWait::Off,
+    };
+    probe.acquired_after_wait(meta, site, waiting, 0, 1)
+}

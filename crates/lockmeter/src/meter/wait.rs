@@ -44,6 +44,11 @@ impl WaitStats {
         self.sleeps += 1;
     }
 
+    /// The clock's reading now, when observed.
+    pub(crate) fn now(&self) -> Option<u64> {
+        self.probe.as_ref().map(Probe::now)
+    }
+
     /// The waiter was woken by a waker that picked it at `picked_at` (a
     /// [`WakeCall::stamp`]; 0 when the waker was not observed).
     pub(crate) fn woken(&mut self, picked_at: u64) {

@@ -325,8 +325,7 @@ impl<T> WaitQueue<T> {
     }
 }
 
-/// Wakes under the held lock and records the wake call at `site` (on a
-/// wait queue, or a condvar built on its list).
+/// Wakes under the held lock and records the wake call at `site`.
 pub(crate) fn wake_locked(
     meta: &Meta,
     list: &mut WaitList,

@@ -12,8 +12,9 @@ use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 ///
 /// Built on the thread's parker, not on a mutex and condvar: a waker that
 /// woke the waiter while holding that mutex made the waiter, now running,
-/// block again on the mutex (the condvar round trip cost 7.5 times
-/// parking_lot's, 3.1 times after the change, same run each).
+/// block again on the mutex (the condvar round trip, when condvars were
+/// built on this, cost 7.5 times parking_lot's, 3.1 times after the
+/// change, same run each).
 ///
 /// Under loom the flag sits under a loom mutex and condvar instead: loom's
 /// `unpark` of a thread that is spinning (a loom yield) or blocked on
