@@ -274,24 +274,19 @@ where
     C: RawCondvarTimed,
     C::RawMutex: RawMutexTimed<Duration = Duration, Instant = Instant>,
 {
-    /// [`wait`](Self::wait), giving up after `timeout` (counted in RJECT).
-    #[track_caller]
-    pub fn wait_for<T: ?Sized>(
-        &self,
-        mutex_guard: &mut MeteredMutexGuard<'_, C::RawMutex, T>,
-        timeout: Duration,
-    ) -> WaitTimeoutResult {
-        self.wait_until_at(mutex_guard, to_deadline(timeout), Location::caller())
-    }
-
-    /// [`wait`](Self::wait), giving up at `timeout` (counted in RJECT).
-    #[track_caller]
-    pub fn wait_until<T: ?Sized>(
-        &self,
-        mutex_guard: &mut MeteredMutexGuard<'_, C::RawMutex, T>,
-        timeout: Instant,
-    ) -> WaitTimeoutResult {
-        self.wait_until_at(mutex_guard, Some(timeout), Location::caller())
+    timed_pair! {
+        /// [`wait`](Self::wait), giving up after `timeout` (counted in RJECT).
+        fn wait_for(timeout: Duration) = to_deadline;
+        /// [`wait`](Self::wait), giving up at `timeout` (counted in RJECT).
+        fn wait_until(timeout: Instant) = Some;
+        #[track_caller]
+        pub fn [T: ?Sized] (
+            &self,
+            mutex_guard: &mut MeteredMutexGuard<'_, C::RawMutex, T>,
+        ) limit () -> WaitTimeoutResult,
+        |deadline, limit| {
+            self.wait_until_at(mutex_guard, deadline(limit), Location::caller())
+        }
     }
 
     /// [`wait_while`](Self::wait_while), giving up at `timeout`; then the
