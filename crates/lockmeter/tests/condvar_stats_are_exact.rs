@@ -239,3 +239,114 @@ fn a_second_mutex_panics_with_parking_lots_message_and_loses_no_count() {
         "the waiter's wait"
     );
 }
+
+/// Producers and consumers under load, through requeue and hand-over:
+/// every item is taken once, and the table's counts are the program's own
+/// tallies (notifies made, the waiters they picked, wake-ups that found
+/// no item, and one reacquisition of the mutex per wake-up).
+#[test]
+fn a_busy_queue_loses_no_wakeup_and_counts_exactly() {
+    const CONSUMERS: usize = 4;
+    const PRODUCERS: usize = 2;
+    const ITEMS: u64 = 2_000;
+    struct Queue {
+        items: u64,
+        closed: bool,
+    }
+    #[derive(Default)]
+    struct Tally {
+        notifies: u64,
+        /// Waiters the notifies picked (woke or requeued).
+        picked: u64,
+    }
+    let (handle, (tallies, taken)) = observe(|| {
+        let q = Arc::new((
+            Mutex::named(
+                "cv.busy.m",
+                Queue {
+                    items: 0,
+                    closed: false,
+                },
+            ),
+            Condvar::named("cv.busy"),
+        ));
+        let consumers: Vec<_> = (0..CONSUMERS)
+            .map(|_| {
+                let q = q.clone();
+                spawn_observed(move || {
+                    let (m, cv) = &*q;
+                    let mut taken = 0u64;
+                    let mut g = m.lock();
+                    loop {
+                        cv.wait_while(&mut g, |q| q.items == 0 && !q.closed);
+                        if g.items == 0 {
+                            return taken;
+                        }
+                        g.items -= 1;
+                        taken += 1;
+                    }
+                })
+            })
+            .collect();
+        let producers: Vec<_> = (0..PRODUCERS)
+            .map(|_| {
+                let q = q.clone();
+                spawn_observed(move || {
+                    let (m, cv) = &*q;
+                    let mut t = Tally::default();
+                    for _ in 0..ITEMS {
+                        let mut g = m.lock();
+                        g.items += 1;
+                        t.notifies += 1;
+                        t.picked += u64::from(cv.notify_one());
+                        drop(g);
+                    }
+                    t
+                })
+            })
+            .collect();
+        let tallies: Vec<Tally> = producers.into_iter().map(|p| p.join().unwrap()).collect();
+        q.0.lock().closed = true;
+        let last = q.1.notify_all() as u64;
+        let taken: u64 = consumers.into_iter().map(|c| c.join().unwrap()).sum();
+        let one = tallies.iter().map(|t| t.picked).sum::<u64>();
+        let notifies = tallies.iter().map(|t| t.notifies).sum::<u64>();
+        // notify_one picks one or none: `one` of them picked someone.
+        let empty = notifies - one + u64::from(last == 0);
+        ((notifies, one + last, empty), taken)
+    });
+    let (notifies, picked, empty) = tallies;
+    assert_eq!(taken, PRODUCERS as u64 * ITEMS, "every item taken once");
+    let snap = handle.snapshot();
+    let cv = lock(&snap, "cv.busy");
+    // The notifies: `ITEMS` per producer plus the closing notify_all.
+    assert_eq!(cv.total.wake_calls, notifies + 1);
+    assert_eq!(cv.total.wakeups, picked, "wake-ups as notify returned them");
+    assert_eq!(
+        cv.total.empty_wake_calls, empty,
+        "notifies that picked nobody"
+    );
+    // The waits: each picked waiter woke once (parking_lot's waits never
+    // return spuriously), and each wake-up took the mutex back at the
+    // wait's site.
+    assert_eq!(cv.total.sleeps, picked, "one sleep per wake-up");
+    assert_eq!(cv.total.rejected, 0, "no wait timed out");
+    let m = lock(&snap, "cv.busy.m");
+    let wait_line = m
+        .sites
+        .iter()
+        .filter(|s| s.site.contains("condvar_stats_are_exact.rs"))
+        .map(|s| s.stats.acquisitions)
+        .sum::<u64>();
+    let locks = CONSUMERS as u64 + PRODUCERS as u64 * ITEMS + 1;
+    assert_eq!(
+        wait_line,
+        locks + picked,
+        "every lock and every reacquisition"
+    );
+    assert_eq!(m.total.acquisitions, locks + picked);
+    assert_eq!(
+        m.total.hold_ns.count, m.total.acquisitions,
+        "every hold ended"
+    );
+}
