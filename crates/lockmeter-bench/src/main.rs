@@ -77,12 +77,6 @@ struct Args {
     /// as rounds are added.
     #[arg(long, requires = "prometheus", value_parser = clap::value_parser!(u64).range(2..))]
     rounds: Option<u64>,
-    /// With --prometheus: scrape every MS milliseconds instead of every
-    /// second; each row's change is then scaled to one scrape a second
-    /// (a scrape's effect adds), which resolves what a second's one
-    /// scrape does far sooner than more rounds do.
-    #[arg(long, value_name = "MS", requires = "prometheus", value_parser = clap::value_parser!(u64).range(1..=1000))]
-    scrape_every: Option<u64>,
     /// Count the uncontended rows' instructions per operation under
     /// `valgrind --tool=callgrind` instead of timing them.
     #[arg(long)]
@@ -159,10 +153,7 @@ fn main() {
     {
         eprintln!("could not install the lockmeter layer globally: {e}; observed rows skipped");
     } else if let Some(addr) = prometheus {
-        let every = args
-            .scrape_every
-            .map_or(prometheus::SCRAPE_EVERY, std::time::Duration::from_millis);
-        let scraper = prometheus::Scraper::start(addr, every);
+        let scraper = prometheus::Scraper::start(addr);
         step("observed", &mut || {
             prometheus::compare(&cfg, &scraper, args.rounds, &mut || {
                 uncontended::rows(&cfg, Phase::Observed)

@@ -10,7 +10,7 @@
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
@@ -18,9 +18,8 @@ use std::time::{Duration, Instant};
 use crate::measure::{median, median_ci, Config, Pair};
 use crate::report::{Goal, Row, Unit};
 
-/// How often a real Prometheus would scrape in the tightest usual setup:
-/// the rate the goal is stated at (`--scrape-every` may scrape faster).
-pub const SCRAPE_EVERY: Duration = Duration::from_secs(1);
+/// How often a real Prometheus would scrape in the tightest usual setup.
+const SCRAPE_EVERY: Duration = Duration::from_secs(1);
 /// Rounds of (off, on) in a full run and in `--quick`; the per-row
 /// figure is the median over rounds. Each side of a round runs every row,
 /// seconds long, so the scraper gets a few scrapes in every `on` side.
@@ -29,15 +28,10 @@ const ROUNDS_QUICK: usize = 5;
 /// How much worse a row may get with the scraper on.
 const WORST: f64 = 1.03;
 
-/// A thread that GETs `/metrics` every `every` (a second unless
-/// `--scrape-every`) while switched on.
+/// A thread that GETs `/metrics` every second while switched on.
 pub struct Scraper {
-    every: Duration,
     on: Arc<AtomicBool>,
     stop: Arc<AtomicBool>,
-    scrapes: Arc<AtomicU64>,
-    /// Wall time of every scrape, in µs.
-    times: Arc<std::sync::Mutex<Vec<u64>>>,
     /// When every scrape began and ended.
     windows: Arc<std::sync::Mutex<Vec<(Instant, Instant)>>>,
     thread: Option<JoinHandle<()>>,
@@ -45,40 +39,29 @@ pub struct Scraper {
 
 impl Scraper {
     /// Starts switched off.
-    pub fn start(addr: SocketAddr, every: Duration) -> Scraper {
+    pub fn start(addr: SocketAddr) -> Scraper {
         let on = Arc::new(AtomicBool::new(false));
         let stop = Arc::new(AtomicBool::new(false));
-        let scrapes = Arc::new(AtomicU64::new(0));
-        let times = Arc::new(std::sync::Mutex::new(Vec::new()));
-        let (o, s, n) = (Arc::clone(&on), Arc::clone(&stop), Arc::clone(&scrapes));
-        let t = Arc::clone(&times);
         let windows = Arc::new(std::sync::Mutex::new(Vec::new()));
-        let w = Arc::clone(&windows);
+        let (o, s, w) = (Arc::clone(&on), Arc::clone(&stop), Arc::clone(&windows));
         let thread = thread::spawn(move || {
             let mut next = Instant::now();
             while !s.load(Ordering::Relaxed) {
                 if o.load(Ordering::Relaxed) && Instant::now() >= next {
                     let started = Instant::now();
                     if scrape(addr).is_ok() {
-                        n.fetch_add(1, Ordering::Relaxed);
-                        if let Ok(mut t) = t.lock() {
-                            t.push(started.elapsed().as_micros() as u64);
-                        }
                         if let Ok(mut w) = w.lock() {
                             w.push((started, Instant::now()));
                         }
                     }
-                    next = Instant::now() + every;
+                    next = Instant::now() + SCRAPE_EVERY;
                 }
-                thread::sleep(every.min(Duration::from_millis(20)));
+                thread::sleep(Duration::from_millis(20));
             }
         });
         Scraper {
-            every,
             on,
             stop,
-            scrapes,
-            times,
             windows,
             thread: Some(thread),
         }
@@ -96,17 +79,21 @@ impl Scraper {
             .unwrap_or_default()
     }
 
-    pub fn scrapes(&self) -> u64 {
-        self.scrapes.load(Ordering::Relaxed)
+    pub fn scrapes(&self) -> usize {
+        self.windows.lock().map_or(0, |w| w.len())
     }
 
     /// The median wall time of one scrape (request, snapshot, encoding,
     /// response read), as a row: what the endpoint spends per second.
     pub fn cost_row(&self) -> Row {
         let times: Vec<f64> = self
-            .times
+            .windows
             .lock()
-            .map(|t| t.iter().map(|&us| us as f64 / 1000.0).collect())
+            .map(|w| {
+                w.iter()
+                    .map(|&(s, e)| (e - s).as_secs_f64() * 1e3)
+                    .collect()
+            })
             .unwrap_or_default();
         let mut row = Row::new(
             "prometheus_scrape_ms",
@@ -114,11 +101,7 @@ impl Scraper {
             Unit::Millis,
             Goal::Info,
         )
-        .note(format!(
-            "{} scrapes, one every {} ms while on",
-            times.len(),
-            self.every.as_millis()
-        ));
+        .note(format!("{} scrapes, one per second while on", times.len()));
         row.instrumented = Some(median(&times)).filter(|x| x.is_finite());
         row
     }
@@ -163,29 +146,15 @@ pub fn compare(
     let rounds = rounds.map_or(default, |r| r as usize);
     let mut off: Vec<Vec<Row>> = Vec::new();
     let mut on: Vec<Vec<Row>> = Vec::new();
-    let (mut on_time, mut on_scrapes) = (Duration::ZERO, 0);
     for round in 0..rounds {
         eprintln!("  round {}/{rounds}: scraper off", round + 1);
         scraper.set(false);
         off.push(rows());
         eprintln!("  round {}/{rounds}: scraper on", round + 1);
-        let (started, scraped) = (Instant::now(), scraper.scrapes());
         scraper.set(true);
         on.push(rows());
-        on_time += started.elapsed();
-        on_scrapes += scraper.scrapes() - scraped;
     }
     scraper.set(false);
-    // Scraped faster than the goal's rate, a row's change is scaled down
-    // to that rate: each scrape's effect adds (a snapshot is a burst of
-    // reads and ~10 ms of one thread's time, gone when it ends), so the
-    // change per scrape a second is (change - 1) / (scrapes a second).
-    let rate = on_scrapes as f64 / on_time.as_secs_f64().max(1e-9);
-    let per_goal_rate = match scraper.every < SCRAPE_EVERY {
-        true => rate * SCRAPE_EVERY.as_secs_f64(),
-        false => 1.0,
-    };
-    let to_goal_rate = |change: f64| 1.0 + (change - 1.0) / per_goal_rate;
     let mut out = Vec::new();
     for (i, first) in off[0].iter().enumerate() {
         let pick = |runs: &[Vec<Row>], f: fn(&Row) -> Option<f64>| -> Vec<f64> {
@@ -198,9 +167,9 @@ pub fn compare(
         let changes: Vec<f64> = ratios_off
             .iter()
             .zip(&ratios_on)
-            .map(|(o, n)| to_goal_rate(n / o))
+            .map(|(o, n)| n / o)
             .collect();
-        let change = Pair::from_runs(&vec![1.0; changes.len()], &changes);
+        let change = Pair::from_runs(&ratios_off, &ratios_on);
         let goal = match first.unit {
             Unit::MopsPerSec => Goal::RatioAtLeast(2.0 - WORST),
             _ => Goal::RatioAtMost(WORST),
@@ -215,14 +184,7 @@ pub fn compare(
         .note(format!(
             "ratio: median over {rounds} rounds of (on / bare) / (off / bare), judged by \
              its 90 % confidence interval; bare and instr columns: lockmeter's own \
-             figure off and on{}",
-            match per_goal_rate == 1.0 {
-                true => String::new(),
-                false => format!(
-                    "; scraped {rate:.1} times a second, each change c given as \
-                     1 + (c - 1) / {per_goal_rate:.1}"
-                ),
-            }
+             figure off and on"
         ));
         row.median_ci = median_ci(&changes, 0.90);
         row.bare = Some(median(&pick(&off, |r| r.instrumented))).filter(|x| x.is_finite());

@@ -162,11 +162,8 @@ impl<C: RawCondvar> MeteredCondvar<C> {
     pub fn wait<T: ?Sized>(&self, mutex_guard: &mut MeteredMutexGuard<'_, C::RawMutex, T>) {
         let site = Location::caller();
         let mut stats = WaitStats::start(&self.meta, site);
-        // SAFETY: `raw` and `state` are the guard's mutex and acquisition.
-        let woken = self.sleep_once(mutex_guard, site, &mut stats, |raw, state| unsafe {
-            self.raw.wait(raw, state);
-            false
-        });
+        let wait = |raw: &_, state: &mut _| self.raw_wait(raw, state);
+        let woken = self.sleep_once(mutex_guard, site, &mut stats, wait);
         stats.finish(woken);
     }
 
@@ -181,12 +178,16 @@ impl<C: RawCondvar> MeteredCondvar<C> {
         T: ?Sized,
         F: FnMut(&mut T) -> bool,
     {
-        // SAFETY: as in `wait`.
-        let wait = |raw: &C::RawMutex, state: &mut _| unsafe {
-            self.raw.wait(raw, state);
-            false
-        };
+        let wait = |raw: &_, state: &mut _| self.raw_wait(raw, state);
         self.wait_while_with(mutex_guard, condition, Location::caller(), wait);
+    }
+
+    /// The raw wait without a deadline; never times out (false).
+    fn raw_wait(&self, raw: &C::RawMutex, state: &mut <C::RawMutex as RawMutex>::Guard) -> bool {
+        // SAFETY: `raw` and `state` are a held guard's mutex and
+        // acquisition (`sleep_once` passes nothing else).
+        unsafe { self.raw.wait(raw, state) };
+        false
     }
 
     /// `wait_while*`'s loop over one raw wait, `wait` (which returns
@@ -225,8 +226,7 @@ impl<C: RawCondvar> MeteredCondvar<C> {
         stats: &mut WaitStats,
         wait: impl FnOnce(&C::RawMutex, &mut <C::RawMutex as RawMutex>::Guard) -> bool,
     ) -> bool {
-        let asleep_at = stats.now();
-        stats.sleeping();
+        let asleep_at = stats.sleeping_now();
         let counted = asleep_at.is_some();
         if counted {
             stats.queued(self.asleep.fetch_add(1, Relaxed) + 1);
@@ -373,16 +373,10 @@ where
         state: &mut <C::RawMutex as RawMutex>::Guard,
         deadline: Option<Instant>,
     ) -> bool {
-        // SAFETY: `raw` and `state` are a held guard's mutex and
-        // acquisition (`sleep_once` passes nothing else).
-        unsafe {
-            match deadline {
-                Some(d) => self.raw.wait_until(raw, state, &d),
-                None => {
-                    self.raw.wait(raw, state);
-                    false
-                }
-            }
+        match deadline {
+            // SAFETY: as in `raw_wait`.
+            Some(d) => unsafe { self.raw.wait_until(raw, state, &d) },
+            None => self.raw_wait(raw, state),
         }
     }
 }

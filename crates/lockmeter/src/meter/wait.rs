@@ -37,16 +37,28 @@ impl WaitStats {
 
     /// The waiter is about to sleep; the wait is timed from its first sleep.
     pub(crate) fn sleeping(&mut self) {
-        if let (Some(p), false) = (&self.probe, self.slept) {
-            self.asleep_from = p.now();
+        let now = match self.slept {
+            false => self.probe.as_ref().map(Probe::now),
+            true => None,
+        };
+        self.note_sleep(now);
+    }
+
+    /// [`sleeping`](Self::sleeping), reading the clock for every sleep
+    /// (a condvar's, which needs when each began); the reading, when
+    /// observed.
+    pub(crate) fn sleeping_now(&mut self) -> Option<u64> {
+        let now = self.probe.as_ref().map(Probe::now);
+        self.note_sleep(now);
+        now
+    }
+
+    fn note_sleep(&mut self, now: Option<u64>) {
+        if let (Some(now), false) = (now, self.slept) {
+            self.asleep_from = now;
         }
         self.slept = true;
         self.sleeps += 1;
-    }
-
-    /// The clock's reading now, when observed.
-    pub(crate) fn now(&self) -> Option<u64> {
-        self.probe.as_ref().map(Probe::now)
     }
 
     /// The waiter was woken by a waker that picked it at `picked_at` (a
