@@ -27,7 +27,7 @@ use crate::report::{Goal, Row, Unit};
 /// A value on cache lines of its own (128 bytes: adjacent-line prefetch
 /// pairs lines). The locks and the loop's flags are placed this way so a
 /// row measures the lock, not where ASLR happened to put it: unaligned, a
-/// 72-byte lockmeter lock may span two lines and a flag may share a line
+/// 64-byte lockmeter lock (72 before session 8) may span two lines and a flag may share a line
 /// with a lock, which made the `work` rows of one binary come out at 0.4
 /// or at 0.9 from one process to the next.
 #[repr(align(128))]

@@ -26,8 +26,9 @@
 //! | `hold.rs` | [`Hold`], what a guard carries, and the `GuardNoSend` marker |
 //! | `wait.rs` | [`WaitStats`] and [`WakeCall`], for wait queues |
 
+use std::cell::Cell;
 use std::panic::Location;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, Ordering::Relaxed};
 
 use lockmeter_model::LockKind;
 
@@ -49,38 +50,48 @@ pub(crate) use self::wait::{WaitStats, WakeCall};
 /// fields sit next to the lock word, on a cache line the acquiring thread
 /// owns anyway.
 ///
-/// `repr(C)`, written-on-every-acquisition fields first: placed right after
-/// the lock word, they share its cache line; the read-only class follows,
-/// flattened so that `kind` fits in the padding after `role` (64 bytes in
-/// all with the blame word of stacks, see `docs/performance.md`).
+/// 48 bytes, `repr(C)`, so that after a lock word of up to 8 bytes an
+/// 8-byte value guarded by the lock still starts on the lock's cache line
+/// (offset 56) when the lock is line-aligned: at 64 bytes it started on the
+/// next line, and every hand-off moved two lines instead of one (the
+/// unobserved SpinLock's `work` throughput was 0.67 of a bare one's, see
+/// `docs/performance.md`). Hence the class name kept as a pointer and a
+/// 32-bit length, and 32-bit thread and recorder tokens.
 #[repr(C)]
 pub(crate) struct Meta {
     /// The call site of the current (or last) holder.
     holder: AtomicPtr<Location<'static>>,
-    /// A token of the thread that acquired last, for `bounces`.
-    owner: AtomicUsize,
-    /// The address of the recorder that counted this instance, for `instances`.
-    seen: AtomicU64,
     /// Who waits for the lock now, so that a releasing holder can be
     /// blamed for it (`stacks::blame`); read by every observed release.
     blame: Blame,
-    /// [`Class::name`].
-    name: Option<&'static str>,
+    /// The bytes of [`Class::name`], null for an unnamed class.
+    name_ptr: *const u8,
     /// [`Class::created_at`].
     created_at: &'static Location<'static>,
-    /// [`Class::role`].
-    role: Role,
-    kind: LockKind,
-    /// `role` and `kind` as they enter [`Meta::raw_key`], so that the hot
-    /// path reads one load for both, as it did when the kind was a
-    /// constant of each call.
+    /// The [`thread_token`] of the thread that acquired last, for `bounces`.
+    owner: AtomicU32,
+    /// The serial of the recorder that counted this instance, for `instances`.
+    seen: AtomicU32,
+    /// The length of [`Class::name`].
+    name_len: u32,
+    /// [`Class::role`] and the [`LockKind`] as they enter
+    /// [`Meta::raw_key`] (see [`Meta::tag_of`]), so that the hot path
+    /// reads one load for both; [`Meta::role`] and [`Meta::kind`] decode it.
     tag: u16,
     /// Semaphores only: set once a permit was taken by `down` or given by
     /// `up` while observed. Such permits belong to no guard and any thread
     /// may return one, so a wait on the semaphore is never part of a
-    /// reported deadlock (`now`). In the padding after `tag`: free.
+    /// reported deadlock (`now`). In the padding at the end: free.
     pub(crate) loose: AtomicBool,
 }
+
+// SAFETY: `name_ptr` is the pointer of a `&'static str`, which any thread
+// may read; every other field is `Send + Sync`.
+unsafe impl Send for Meta {}
+// SAFETY: as above.
+unsafe impl Sync for Meta {}
+
+const _: () = assert!(std::mem::size_of::<Meta>() == 48);
 
 impl Meta {
     /// The instance's identity in `now`: this field's address.
@@ -91,26 +102,77 @@ impl Meta {
 
     /// The state of a new instance of `class`, a primitive of `kind`.
     pub(crate) const fn new(class: Class, kind: LockKind) -> Meta {
+        let (name_ptr, name_len) = match class.name {
+            Some(n) => {
+                assert!(n.len() <= u32::MAX as usize, "a lock name over 4 GiB");
+                (n.as_ptr(), n.len() as u32)
+            }
+            None => (std::ptr::null(), 0),
+        };
         Meta {
             holder: AtomicPtr::new(std::ptr::null_mut()),
-            owner: AtomicUsize::new(0),
-            seen: AtomicU64::new(0),
             blame: Blame::new(),
-            name: class.name,
+            name_ptr,
             created_at: class.created_at,
-            role: class.role,
-            kind,
-            tag: class.role as u16 | (kind as u16) << 4,
+            owner: AtomicU32::new(0),
+            seen: AtomicU32::new(0),
+            name_len,
+            tag: Meta::tag_of(class.role, kind),
             loose: AtomicBool::new(false),
         }
+    }
+
+    /// `role` in bits 0-1 (bits 2-3 are the mode's, in [`Meta::raw_key`]),
+    /// `kind` from bit 4.
+    const fn tag_of(role: Role, kind: LockKind) -> u16 {
+        role as u16 | (kind as u16) << 4
+    }
+
+    /// [`Class::role`], from the tag.
+    fn role(&self) -> Role {
+        [Role::Own, Role::InnerLock, Role::InnerWait]
+            .into_iter()
+            .find(|&r| r as u16 == self.tag & 3)
+            .unwrap_or(Role::Own)
+    }
+
+    /// The instance's kind, from the tag.
+    fn kind(&self) -> LockKind {
+        const KINDS: [LockKind; 6] = [
+            LockKind::Spinlock,
+            LockKind::Mutex,
+            LockKind::Rwlock,
+            LockKind::Semaphore,
+            LockKind::Waitqueue,
+            LockKind::Condvar,
+        ];
+        KINDS
+            .into_iter()
+            .find(|&k| Meta::tag_of(Role::Own, k) == self.tag & !3)
+            .unwrap_or(LockKind::Mutex)
+    }
+
+    /// [`Class::name`].
+    fn name(&self) -> Option<&'static str> {
+        if self.name_ptr.is_null() {
+            return None;
+        }
+        // SAFETY: `name_ptr` and `name_len` were taken from a `&'static
+        // str` in `Meta::new` and never change.
+        Some(unsafe {
+            std::str::from_utf8_unchecked(std::slice::from_raw_parts(
+                self.name_ptr,
+                self.name_len as usize,
+            ))
+        })
     }
 
     /// The class this instance counts in.
     pub(crate) fn class(&self) -> Class {
         Class {
-            name: self.name,
+            name: self.name(),
             created_at: self.created_at,
-            role: self.role,
+            role: self.role(),
         }
     }
 
@@ -122,9 +184,9 @@ impl Meta {
     /// snapshots merge those by id.
     #[inline(always)]
     fn raw_key(&self, site: &'static Location<'static>, mode: Mode) -> [usize; 3] {
-        let class = match self.name {
-            Some(n) => n.as_ptr() as usize,
-            None => self.created_at as *const Location<'static> as usize,
+        let class = match self.name_ptr.is_null() {
+            false => self.name_ptr as usize,
+            true => self.created_at as *const Location<'static> as usize,
         };
         let tag = self.tag as usize | (mode as usize) << 2;
         [class, site as *const Location<'static> as usize, tag]
@@ -135,18 +197,37 @@ impl Meta {
     fn site_key(&self, site: &'static Location<'static>, mode: Mode) -> SiteKey {
         SiteKey {
             class: self.class(),
-            kind: self.kind,
+            kind: self.kind(),
             site,
             mode,
         }
     }
 }
 
-/// A token unique to each live thread: the address of a thread-local.
-#[inline]
-fn thread_token() -> usize {
-    thread_local!(static TOKEN: u8 = const { 0 });
-    TOKEN.with(|t| t as *const u8 as usize)
+/// A token of the calling thread, never 0, unique among the first 2^32 - 1
+/// threads of the process (a 32-bit count, so that `Meta` keeps it in 4
+/// bytes; after that many threads two may share one and a bounce between
+/// them go uncounted).
+/// Read once per entry, when it is made (`Entry::tokens`).
+pub(crate) fn thread_token() -> u32 {
+    thread_local!(static TOKEN: Cell<u32> = const { Cell::new(0) });
+    TOKEN
+        .try_with(|t| match t.get() {
+            0 => new_thread_token(t),
+            token => token,
+        })
+        .unwrap_or(u32::MAX)
+}
+
+#[cold]
+fn new_thread_token(t: &Cell<u32>) -> u32 {
+    static NEXT: AtomicU32 = AtomicU32::new(1);
+    let mut token = NEXT.fetch_add(1, Relaxed);
+    if token == 0 {
+        token = NEXT.fetch_add(1, Relaxed);
+    }
+    t.set(token);
+    token
 }
 
 /// An acquisition being recorded.
@@ -359,7 +440,8 @@ impl Probe {
     #[inline]
     fn note_owner(&self, meta: &Meta, site: &'static Location<'static>) {
         let e = self.entry();
-        let me = thread_token();
+        let tokens = e.tokens();
+        let me = tokens.thread;
         let prev = meta.owner.load(Relaxed);
         if prev != me {
             if prev != 0 {
@@ -368,7 +450,7 @@ impl Probe {
             meta.owner.store(me, Relaxed);
         }
         meta.holder.store(site as *const _ as *mut _, Relaxed);
-        let tag = self.recorder as u64;
+        let tag = tokens.recorder;
         if meta.seen.load(Relaxed) != tag {
             meta.seen.store(tag, Relaxed);
             e.count_instance();
@@ -550,4 +632,37 @@ pub(crate) fn reacquired(
         pre: PreWait::Off,
     };
     probe.acquired_after_wait(meta, site, waiting, 0, 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `Meta` keeps the class and kind packed (`name_ptr`/`name_len`,
+    /// `tag`): every role and kind, named or not, reads back as built.
+    #[test]
+    fn a_meta_gives_back_the_class_and_kind_it_was_built_with() {
+        let here = Location::caller();
+        let kinds = [
+            LockKind::Spinlock,
+            LockKind::Mutex,
+            LockKind::Rwlock,
+            LockKind::Semaphore,
+            LockKind::Waitqueue,
+            LockKind::Condvar,
+        ];
+        for name in [None, Some(""), Some("a.lock"), Some("ü.µ")] {
+            for role in [Role::Own, Role::InnerLock, Role::InnerWait] {
+                for kind in kinds {
+                    let meta = Meta::new(Class::new(name, here).inner(role), kind);
+                    let class = meta.class();
+                    assert_eq!(class.name, name);
+                    assert!(std::ptr::eq(class.created_at, here));
+                    assert_eq!(class.role, role);
+                    assert_eq!(meta.kind(), kind);
+                    assert_eq!(meta.site_key(here, Mode::Exclusive).kind, kind);
+                }
+            }
+        }
+    }
 }

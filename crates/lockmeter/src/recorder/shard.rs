@@ -273,6 +273,7 @@ fn new_entry(slot: &mut Slot, raw: [usize; 3], key: &SiteKey) -> Option<*const E
     }
     let entry = Arc::new(Entry::new(
         *key,
+        slot.recorder.serial,
         slot.recorder.clock.clone(),
         slot.recorder.slow_ns,
         // The rate in effect: an overhead budget may have lowered it.
