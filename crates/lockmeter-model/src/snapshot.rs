@@ -117,6 +117,17 @@ pub enum LockKind {
 }
 
 impl LockKind {
+    /// Every kind, in declaration order: `ALL[k as usize] == k`. A new
+    /// variant goes here too (a lock's packed tag is decoded through it).
+    pub const ALL: [LockKind; 6] = [
+        LockKind::Spinlock,
+        LockKind::Mutex,
+        LockKind::Rwlock,
+        LockKind::Semaphore,
+        LockKind::Waitqueue,
+        LockKind::Condvar,
+    ];
+
     /// The lowercase name used in the format.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -348,5 +359,28 @@ impl LockStats {
     /// The stats of call site `site` (any mode, any process), if any.
     pub fn site(&self, site: &str) -> Option<&SiteStats> {
         self.sites.iter().find(|s| s.site == site)
+    }
+}
+
+#[cfg(test)]
+mod lock_kind_tests {
+    use super::LockKind;
+
+    #[test]
+    fn all_kinds_are_listed_once_in_declaration_order() {
+        for (i, k) in LockKind::ALL.into_iter().enumerate() {
+            assert_eq!(k as usize, i, "{k:?}");
+            // Exhaustive: a new variant fails to compile here until it is
+            // given its place, and then this test until `ALL` lists it.
+            let last = match k {
+                LockKind::Spinlock
+                | LockKind::Mutex
+                | LockKind::Rwlock
+                | LockKind::Semaphore
+                | LockKind::Waitqueue => false,
+                LockKind::Condvar => true,
+            };
+            assert_eq!(last, i + 1 == LockKind::ALL.len());
+        }
     }
 }

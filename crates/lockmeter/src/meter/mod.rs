@@ -138,15 +138,7 @@ impl Meta {
 
     /// The instance's kind, from the tag.
     fn kind(&self) -> LockKind {
-        const KINDS: [LockKind; 6] = [
-            LockKind::Spinlock,
-            LockKind::Mutex,
-            LockKind::Rwlock,
-            LockKind::Semaphore,
-            LockKind::Waitqueue,
-            LockKind::Condvar,
-        ];
-        KINDS
+        LockKind::ALL
             .into_iter()
             .find(|&k| Meta::tag_of(Role::Own, k) == self.tag & !3)
             .unwrap_or(LockKind::Mutex)
@@ -643,17 +635,9 @@ mod tests {
     #[test]
     fn a_meta_gives_back_the_class_and_kind_it_was_built_with() {
         let here = Location::caller();
-        let kinds = [
-            LockKind::Spinlock,
-            LockKind::Mutex,
-            LockKind::Rwlock,
-            LockKind::Semaphore,
-            LockKind::Waitqueue,
-            LockKind::Condvar,
-        ];
         for name in [None, Some(""), Some("a.lock"), Some("ü.µ")] {
             for role in [Role::Own, Role::InnerLock, Role::InnerWait] {
-                for kind in kinds {
+                for kind in LockKind::ALL {
                     let meta = Meta::new(Class::new(name, here).inner(role), kind);
                     let class = meta.class();
                     assert_eq!(class.name, name);
