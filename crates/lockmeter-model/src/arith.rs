@@ -246,6 +246,10 @@ impl Snapshot {
                 .sampling
                 .uncontended_hold_every
                 .max(s.sampling.uncontended_hold_every);
+            out.sampling.contended_wait_every = out
+                .sampling
+                .contended_wait_every
+                .max(s.sampling.contended_wait_every);
             if out.clock != s.clock {
                 out.clock = "mixed".to_string();
             }

@@ -67,12 +67,26 @@ pub struct Snapshot {
 pub struct Sampling {
     /// 1 times every hold.
     pub uncontended_hold_every: u32,
+    /// *(extension)* After the first 64 contended acquisitions per thread
+    /// and call site, one in N had its wait and hold timed (the others are
+    /// counted exactly, untimed); waits of a watchdog tick (10 ms) or more,
+    /// and those whose stack was drawn, are always timed. `wait_ns` is
+    /// scaled up to stand for every contended acquisition. 1 (absent in
+    /// older dumps, and when the slow threshold is under 10 ms): every
+    /// contended acquisition timed.
+    #[serde(skip_serializing_if = "is_one")]
+    pub contended_wait_every: u32,
+}
+
+fn is_one(n: &u32) -> bool {
+    *n == 1
 }
 
 impl Default for Sampling {
     fn default() -> Sampling {
         Sampling {
             uncontended_hold_every: 1,
+            contended_wait_every: 1,
         }
     }
 }

@@ -69,5 +69,9 @@ fn heading(
     if every > 1 {
         let _ = write!(s, "  hold sampled 1/{every} uncontended");
     }
+    let every = sampling.contended_wait_every;
+    if every > 1 {
+        let _ = write!(s, ", 1/{every} contended after 64 per site");
+    }
     s
 }

@@ -74,8 +74,13 @@ enum Timing {
     Observed,
     /// An uncontended acquisition timed as one of a sample.
     Sampled,
-    /// A contended acquisition: its wait is recorded with its hold.
+    /// A contended acquisition whose timing was forced: its wait is
+    /// recorded with its hold.
     Contended,
+    /// A contended acquisition timed as one of a sample (see
+    /// `Probe::acquired_after_wait`): recorded like `Contended`, into the
+    /// sampled distributions.
+    ContendedSampled,
 }
 
 impl Hold {
@@ -139,7 +144,8 @@ impl Hold {
         Hold::timed_as(Timing::Sampled, timed)
     }
 
-    /// The hold of a contended acquisition, beginning at `start`.
+    /// The hold of a contended acquisition, beginning at `start`; one of
+    /// a sample if `sampled`, else one whose timing was forced.
     #[inline]
     pub(super) fn contended(
         entry: &Entry,
@@ -147,6 +153,7 @@ impl Hold {
         wait_ns: u64,
         behind: *mut Location<'static>,
         stack: Option<Captured>,
+        sampled: bool,
     ) -> Hold {
         entry.hold_started();
         let stack = PackedCaptured::pack(stack);
@@ -157,7 +164,11 @@ impl Hold {
             behind,
             stack,
         };
-        Hold::timed_as(Timing::Contended, timed)
+        let timing = match sampled {
+            true => Timing::ContendedSampled,
+            false => Timing::Contended,
+        };
+        Hold::timed_as(timing, timed)
     }
 
     /// The timed part and its entry, if the hold is timed.
@@ -168,7 +179,7 @@ impl Hold {
             // SAFETY: a timed hold's part is written when it is made
             // (`timed_as`); its entry lives as long as its thread's slot,
             // which outlives every guard of the thread (see `shard`).
-            Timing::Sampled | Timing::Contended => unsafe {
+            Timing::Sampled | Timing::Contended | Timing::ContendedSampled => unsafe {
                 let t = self.timed.assume_init_ref();
                 Some((&*t.entry, t))
             },
@@ -181,6 +192,7 @@ impl Hold {
         let Some((e, t)) = self.timed() else { return };
         match self.timing {
             Timing::Contended => e.end_contended_hold(None, t.wait_ns, t.behind),
+            Timing::ContendedSampled => e.end_sampled_contended_hold(None, t.wait_ns, t.behind),
             _ => e.end_sampled_hold_untimed(),
         }
     }
@@ -265,6 +277,10 @@ impl Hold {
                 if let Some(c) = t.stack.unpack() {
                     stack_hooks::waiter_held(e, c, hold_ns);
                 }
+                t.wait_ns
+            }
+            Timing::ContendedSampled => {
+                e.end_sampled_contended_hold(Some(hold_ns), t.wait_ns, t.behind);
                 t.wait_ns
             }
             _ => {

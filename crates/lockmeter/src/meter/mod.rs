@@ -8,11 +8,14 @@
 //! wait began, and [`Probe::acquired_after_wait`] closes it. The returned
 //! [`Hold`] travels in the guard and records the hold time on release.
 //!
-//! Every acquisition is counted. Every contended one is timed (it waits
-//! anyway). One uncontended acquisition in `sample_every` per entry is
+//! Every acquisition is counted. One in `sample_every` per entry is
 //! timed, with one clock read just before the attempt and one just after
 //! the unlock, both outside the critical section; the others cost a lookup
 //! and a few single-writer counter stores, and their release costs nothing.
+//! A contended acquisition is timed when that sample picks it, and always
+//! among an entry's first [`TIMED_FIRST`], after a wait of a watchdog tick
+//! or more, or with a stack drawn ([`Probe::acquired_after_wait`]); a timed
+//! one adds a clock read inside the critical section.
 //!
 //! The meter is the only writer of the per-thread counters
 //! (`recorder::entry`): primitives describe what happened (an acquisition
@@ -222,6 +225,10 @@ fn new_thread_token(t: &Cell<u32>) -> u32 {
     token
 }
 
+/// Contended acquisitions per entry that are all timed before the sample
+/// takes over: a site that waits rarely has every wait timed.
+const TIMED_FIRST: u64 = 64;
+
 /// An acquisition being recorded.
 pub(crate) struct Probe {
     entry: *const Entry,
@@ -231,6 +238,13 @@ pub(crate) struct Probe {
 /// A wait in progress: when it began and who held the lock.
 pub(crate) struct Waiting {
     start: u64,
+    /// [`now::coarse_ns`] when it began: a wait that lasted a watchdog tick
+    /// or more is timed whatever the sample says.
+    coarse_start: u64,
+    /// `Some(sampled)` when the acquisition's timing may be left to the
+    /// uncontended sample (`sampled`: the sample picked it); `None` when
+    /// every such wait is timed (timed and condvar acquisitions).
+    sampling: Option<bool>,
     holder: *mut Location<'static>,
     /// The lock's blame word if this wait is counted in it (until
     /// dropped; one wait in `stacks::BLAME_EVERY`), else null.
@@ -347,13 +361,19 @@ impl Probe {
     /// The first attempt failed: the wait begins now.
     #[inline]
     pub(crate) fn contended(&self, meta: &Meta) -> Waiting {
-        self.contended_from(meta, None)
+        self.contended_from(meta, None, None)
     }
 
     /// Like [`Probe::contended`], starting the wait at the clock read a
-    /// sampled attempt already took, if it took one.
+    /// sampled attempt already took, if it took one; `sampling` as in
+    /// [`Waiting::sampling`].
     #[inline(never)]
-    fn contended_from(&self, meta: &Meta, sampled_start: Option<u64>) -> Waiting {
+    fn contended_from(
+        &self,
+        meta: &Meta,
+        sampled_start: Option<u64>,
+        sampling: Option<bool>,
+    ) -> Waiting {
         now::wait_begins(meta.instance(), self.entry, self.recorder);
         let stacks = self.recorder().stacks.rate_ns != 0;
         // The waiter's stack, if drawn, is captured now, before the wait
@@ -375,6 +395,8 @@ impl Probe {
         };
         Waiting {
             start,
+            coarse_start: now::coarse_ns(),
+            sampling,
             holder: meta.holder.load(Relaxed),
             blame,
             pre,
@@ -393,6 +415,23 @@ impl Probe {
         sleeps: u64,
     ) -> Hold {
         let e = self.entry();
+        let sampled = match waiting.sampling {
+            Some(sampled) if !self.forced(&waiting) => {
+                e.count_wait_eligible();
+                if !sampled {
+                    // Off or Skipped (else forced): nothing to keep or give back.
+                    waiting.pre = PreWait::Off;
+                    return self.acquired_untimed(meta, site, waiting.holder, (spins, sleeps));
+                }
+                true
+            }
+            Some(_) => {
+                // Forced: out of the population the sample stands for.
+                e.unsample_uncontended();
+                false
+            }
+            None => false,
+        };
         let now = e.clock().raw();
         let wait_ns = e.clock().delta_as_nanos(waiting.start, now);
         // Only counts here, inside the critical section: the wait time and
@@ -409,7 +448,46 @@ impl Probe {
             pre => stack_hooks::after_wait(self.recorder(), e, pre, wait_ns),
         };
         let held = now::wait_ends_held(meta.instance(), self.entry, self.recorder, wait_ns);
-        Hold::contended(e, now, wait_ns, waiting.holder, stack).in_now(held)
+        Hold::contended(e, now, wait_ns, waiting.holder, stack, sampled).in_now(held)
+    }
+
+    /// Whether this contended acquisition is timed whatever the sample
+    /// says: among the first [`TIMED_FIRST`] of its entry (so that a site
+    /// with few contended acquisitions has all of them timed); when its
+    /// waiter's stack was drawn (the stack is weighted by the wait); when
+    /// it waited a watchdog tick or more (so every wait that can pass the
+    /// slow threshold is timed and reported); or when the slow threshold is
+    /// under a tick.
+    #[inline]
+    fn forced(&self, waiting: &Waiting) -> bool {
+        let e = self.entry();
+        e.contended_so_far() < TIMED_FIRST
+            || !matches!(waiting.pre, PreWait::Off | PreWait::Skipped)
+            || now::coarse_ns() != waiting.coarse_start
+            || !e.may_sample_contended(now::TICK_NS)
+    }
+
+    /// A contended acquisition that the sample did not time: counted and
+    /// noted as every acquisition is, its holder charged, no clock read
+    /// inside the critical section and nothing to time at the release.
+    /// (Timing every contended acquisition lengthened the holds of a
+    /// contended lock enough to keep it contended: `docs/performance.md`.)
+    /// `behind` held the lock when the wait began; `(spins, sleeps)` as
+    /// for [`Probe::acquired_after_wait`].
+    #[inline]
+    fn acquired_untimed(
+        self,
+        meta: &Meta,
+        site: &'static Location<'static>,
+        behind: *mut Location<'static>,
+        (spins, sleeps): (u64, u64),
+    ) -> Hold {
+        let e = self.entry();
+        e.count_contended(spins, sleeps);
+        self.note_owner(meta, site);
+        e.charge_untimed_wait(behind);
+        let held = now::wait_ends_held(meta.instance(), self.entry, self.recorder, 0);
+        Hold::observed().in_now(held)
     }
 
     /// A try-lock failed or a timed wait gave up.
@@ -510,7 +588,8 @@ pub(crate) fn acquire<G>(
     if let Some(g) = attempt() {
         return (g, probe.acquired_nowait_at(meta, site, start));
     }
-    probe.unsample();
+    // Not unsampled: the acquisition stays in the sample's population
+    // unless its timing is forced (`Probe::acquired_after_wait`).
     acquire_contended(probe, meta, site, start, wait)
 }
 
@@ -528,7 +607,7 @@ fn acquire_contended<G>(
     early: Option<u64>,
     wait: impl FnOnce() -> (G, u64, u64),
 ) -> (G, Hold) {
-    let waiting = probe.contended_from(meta, early);
+    let waiting = probe.contended_from(meta, early, Some(early.is_some()));
     let (g, spins, sleeps) = wait();
     let hold = probe.acquired_after_wait(meta, site, waiting, spins, sleeps);
     (g, hold)
@@ -587,7 +666,7 @@ pub(crate) fn acquire_timed<G>(
         return Some((g, probe.acquired_nowait_at(meta, site, start)));
     }
     probe.unsample();
-    let waiting = probe.contended_from(meta, start);
+    let waiting = probe.contended_from(meta, start, None);
     match wait() {
         (Some(g), spins, sleeps) => Some((
             g,
@@ -619,6 +698,8 @@ pub(crate) fn reacquired(
     now::wait_begins(meta.instance(), probe.entry, probe.recorder);
     let waiting = Waiting {
         start,
+        coarse_start: now::coarse_ns(),
+        sampling: None,
         holder: meta.holder.load(Relaxed),
         blame: std::ptr::null(),
         pre: PreWait::Off,

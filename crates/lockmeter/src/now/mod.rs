@@ -110,6 +110,18 @@ fn precise_ns() -> u64 {
     EPOCH.get_or_init(Instant::now).elapsed().as_nanos() as u64
 }
 
+/// The watchdog clock now, in ns (0 until it first ticks): a shared load,
+/// not a clock read. Two readings differ only if a tick of
+/// [`TICK_NS`] passed between them, so a wait that lasted a tick or more
+/// always shows a difference.
+#[inline(always)]
+pub(crate) fn coarse_ns() -> u64 {
+    COARSE.load(Relaxed)
+}
+
+/// The watchdog's tick in ns: the resolution of [`coarse_ns`].
+pub(crate) const TICK_NS: u64 = watchdog::TICK.as_nanos() as u64;
+
 fn tick() {
     COARSE.store(precise_ns(), Relaxed);
 }

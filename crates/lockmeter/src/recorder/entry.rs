@@ -214,11 +214,22 @@ pub(crate) struct Entry {
     /// Uncontended acquisitions whose hold could be timed: the population
     /// that `hold_sampled` is a sample of.
     eligible: Counter,
-    /// Holds after a contended acquisition: every one is timed.
+    /// Holds after a contended acquisition whose timing was forced (see
+    /// `meter::Probe::acquired_after_wait`): every one is timed.
     hold: AtomicDist,
-    /// Timed holds of uncontended acquisitions, one in `sample_mask + 1`.
+    /// Timed holds of the acquisitions counted in `eligible`, one in
+    /// `sample_mask + 1`: uncontended ones, and contended ones whose
+    /// timing was left to the sample.
     hold_sampled: AtomicDist,
+    /// Waits of contended acquisitions whose timing was forced, and the
+    /// sleeps of wait queues.
     wait: AtomicDist,
+    /// Waits of the contended acquisitions counted in `wait_eligible`
+    /// that the sample timed.
+    wait_sampled: AtomicDist,
+    /// Contended acquisitions whose timing was left to the sample: the
+    /// population that `wait_sampled` is a sample of.
+    wait_eligible: Counter,
     wake_latency: AtomicDist,
     holders: [HolderSlot; HOLDER_SLOTS + 1],
     /// Timed guards of this entry not yet released (untimed ones keep no
@@ -276,6 +287,8 @@ impl Entry {
             hold: AtomicDist::new(),
             hold_sampled: AtomicDist::new(),
             wait: AtomicDist::new(),
+            wait_sampled: AtomicDist::new(),
+            wait_eligible: Counter::default(),
             wake_latency: AtomicDist::new(),
             holders: std::array::from_fn(|_| HolderSlot::default()),
             outstanding: Counter::default(),
@@ -300,6 +313,14 @@ impl Entry {
     #[inline(always)]
     pub(crate) fn clock(&self) -> &quanta::Clock {
         &self.clock
+    }
+
+    /// Whether contended acquisitions' timing may be sampled: only when
+    /// every wait that can be slow is sure to be timed, i.e. the slow
+    /// threshold is at least `tick_ns`, the resolution at which a long wait
+    /// is noticed without a clock read (see `meter`).
+    pub(crate) fn may_sample_contended(&self, tick_ns: u64) -> bool {
+        self.slow_ns >= tick_ns
     }
 
     /// Whether a wait or hold this long is reported as slow.
@@ -356,6 +377,27 @@ impl Entry {
         self.contended.add(1);
         self.spins.add(spins);
         self.sleeps.add(sleeps);
+    }
+
+    /// Contended acquisitions so far.
+    #[inline]
+    pub(crate) fn contended_so_far(&self) -> u64 {
+        self.contended.get()
+    }
+
+    /// A contended acquisition whose timing is left to the sample (timed
+    /// or not, it stands in `wait_eligible`).
+    #[inline]
+    pub(crate) fn count_wait_eligible(&self) {
+        self.wait_eligible.add(1);
+    }
+
+    /// A contended acquisition the sample did not time: its holder is
+    /// charged the acquisition, not a wait time (the timed ones stand for
+    /// those, see [`Entry::end_sampled_contended_hold`]).
+    #[inline]
+    pub(crate) fn charge_untimed_wait(&self, behind: *mut Location<'static>) {
+        self.record_holder(behind, 0);
     }
 
     /// A try-lock that failed or a timed wait that gave up, after `spins`
@@ -416,6 +458,27 @@ impl Entry {
         }
         self.wait.record(wait_ns);
         self.record_holder(behind, wait_ns);
+        self.outstanding.sub(1);
+    }
+
+    /// The hold of a contended acquisition that the sample timed ended
+    /// after `hold_ns` (`None`: untimed, a semaphore `down`), having waited
+    /// `wait_ns` behind `behind`. The holder's wait total is charged for
+    /// the untimed acquisitions this one stands for too.
+    pub(crate) fn end_sampled_contended_hold(
+        &self,
+        hold_ns: Option<u64>,
+        wait_ns: u64,
+        behind: *mut Location<'static>,
+    ) {
+        match hold_ns {
+            Some(ns) => self.hold_sampled.record(ns),
+            None => self.unsample_uncontended(),
+        }
+        self.wait_sampled.record(wait_ns);
+        let every = self.sample_mask.load(Relaxed).saturating_add(1);
+        // The acquisition itself is charged once; its time for `every`.
+        self.record_holder(behind, wait_ns.saturating_mul(every));
         self.outstanding.sub(1);
     }
 
@@ -512,7 +575,7 @@ impl Entry {
             bounces: self.bounces.get(),
             hold_ns,
             hold_timed,
-            wait_ns: self.wait.read(),
+            wait_ns: self.wait_estimate(),
             waits: self.waits.get(),
             wake_calls: self.wake_calls.get(),
             wakeups: self.wakeups.get(),
@@ -548,6 +611,29 @@ impl Entry {
             };
             f(site, contended, h.wait_ns.get());
         }
+    }
+
+    /// Every contended acquisition's wait: the forced ones, plus the
+    /// sampled ones scaled to stand for all they were sampled from (while
+    /// the sample has none, the forced ones stand for them), so that the
+    /// count is the contended count.
+    fn wait_estimate(&self) -> lockmeter_model::Dist {
+        let all = self.wait.read();
+        let eligible = self.wait_eligible.get();
+        if eligible == 0 {
+            return all;
+        }
+        let sampled = self.wait_sampled.read();
+        if sampled.count == 0 {
+            return all.scaled_to(all.count.saturating_add(eligible));
+        }
+        let sampled = sampled.scaled_to(eligible);
+        if all.count == 0 && all.buckets.is_empty() {
+            return sampled;
+        }
+        let mut all = all;
+        all.merge(&sampled);
+        all
     }
 
     /// Every hold: the contended ones, plus the sampled uncontended ones

@@ -185,6 +185,16 @@ impl Recorder {
         }
     }
 
+    /// What `sampling.contended_wait_every` says with uncontended holds
+    /// timed one in `hold_every`: the same rate, when the slow threshold
+    /// lets contended timing be sampled at all (`meter`'s `forced`).
+    pub(crate) fn contended_wait_every(&self, hold_every: u32) -> u32 {
+        match self.slow_ns >= crate::now::TICK_NS {
+            true => hold_every,
+            false => 1,
+        }
+    }
+
     /// The state, with every registered shard in `live`. Lock order:
     /// `state`, then `newcomers`.
     fn state(&self) -> MutexGuard<'_, State> {
@@ -255,6 +265,7 @@ impl Recorder {
         snap.window.elapsed_ns = elapsed;
         snap.dropped_records = self.dropped.load(Relaxed);
         snap.sampling.uncontended_hold_every = self.sample_every;
+        snap.sampling.contended_wait_every = self.contended_wait_every(self.sample_every);
         snap.locks = locks;
         snap.stacks = Box::new(stacks);
         crate::now::fill(&mut snap, self);

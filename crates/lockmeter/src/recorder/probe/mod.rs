@@ -96,6 +96,8 @@ pub(crate) fn fill(rec: &Recorder, snap: &mut Snapshot) {
     sc.refresh(&snap.locks, &snap.stacks);
     sc.budget = budget::evaluate(rec, snap, &sc);
     snap.sampling.uncontended_hold_every = rec.probe.hold_every.load(Relaxed);
+    snap.sampling.contended_wait_every =
+        rec.contended_wait_every(snap.sampling.uncontended_hold_every);
     if snap.stacks.rate_ns != 0 {
         snap.stacks.rate_ns = rec.probe.stack_rate_ns();
     }
