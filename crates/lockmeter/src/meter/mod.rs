@@ -229,6 +229,16 @@ fn new_thread_token(t: &Cell<u32>) -> u32 {
 /// takes over: a site that waits rarely has every wait timed.
 const TIMED_FIRST: u64 = 64;
 
+/// Whether contended acquisitions' timing may be left to the sample under
+/// a slow threshold of `slow_ns`: only when every wait that can be slow is
+/// sure to be timed, i.e. the threshold is at least the watchdog's tick, the
+/// resolution at which [`Probe::acquired_after_wait`] notices a long wait
+/// without a clock read. Also what the snapshot's
+/// `sampling.contended_wait_every` reports (`Recorder::contended_wait_every`).
+pub(crate) fn samples_contended_timing(slow_ns: u64) -> bool {
+    slow_ns >= now::TICK_NS
+}
+
 /// An acquisition being recorded.
 pub(crate) struct Probe {
     entry: *const Entry,
@@ -464,7 +474,7 @@ impl Probe {
         e.contended_so_far() < TIMED_FIRST
             || !matches!(waiting.pre, PreWait::Off | PreWait::Skipped)
             || now::coarse_ns() != waiting.coarse_start
-            || !e.may_sample_contended(now::TICK_NS)
+            || !samples_contended_timing(e.slow_ns())
     }
 
     /// A contended acquisition that the sample did not time: counted and

@@ -315,16 +315,12 @@ impl Entry {
         &self.clock
     }
 
-    /// Whether contended acquisitions' timing may be sampled: only when
-    /// every wait that can be slow is sure to be timed, i.e. the slow
-    /// threshold is at least `tick_ns`, the resolution at which a long wait
-    /// is noticed without a clock read (see `meter`).
-    pub(crate) fn may_sample_contended(&self, tick_ns: u64) -> bool {
-        self.slow_ns >= tick_ns
+    /// The slow threshold this entry reports against.
+    #[inline]
+    pub(crate) fn slow_ns(&self) -> u64 {
+        self.slow_ns
     }
 
-    /// Whether a wait or hold this long is reported as slow.
-    #[inline(always)]
     /// The mean of this entry's contended waits so far, `None` before the
     /// first: what a wait about to begin is expected to last.
     pub(crate) fn mean_wait_ns(&self) -> Option<u64> {
@@ -332,6 +328,8 @@ impl Entry {
         (n != 0).then(|| self.wait.total.get() / n)
     }
 
+    /// Whether a wait or hold this long is reported as slow.
+    #[inline(always)]
     pub(crate) fn is_slow(&self, wait_ns: u64, hold_ns: u64) -> bool {
         hold_ns >= self.slow_ns || wait_ns >= self.slow_ns
     }

@@ -189,7 +189,7 @@ impl Recorder {
     /// timed one in `hold_every`: the same rate, when the slow threshold
     /// lets contended timing be sampled at all (`meter`'s `forced`).
     pub(crate) fn contended_wait_every(&self, hold_every: u32) -> u32 {
-        match self.slow_ns >= crate::now::TICK_NS {
+        match crate::meter::samples_contended_timing(self.slow_ns) {
             true => hold_every,
             false => 1,
         }
