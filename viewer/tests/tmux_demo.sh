@@ -56,10 +56,14 @@ check_terminal_restored() {
     wait_gone 'lockmeter +│' 10 || fail "$how: the viewer is still on screen"
     tty_raw && fail "$how: the viewer exited and left the terminal in raw mode"
     [ "$(alternate_on)" = 0 ] || fail "$how: still on the alternate screen"
-    keys -l 'clear; stty -a | tr " " "\n" | grep -x -- "-\?icanon"; echo "EXIT=$?"'
+    # The answer carries a tag of its own: the screen the viewer left may
+    # still show the previous check's answer, which must not be mistaken
+    # for this one's (the CI flake of stop 20).
+    local tag="stty-$CHECKS"
+    keys -l "clear; echo \"$tag: \$(stty -a | tr ' ' '\\n' | grep -x -- '-\\?icanon')\""
     keys Enter
-    wait_for '^(-)?icanon' 10 || fail "$how: stty did not answer (terminal not usable?)"
-    screen | grep -qx -- 'icanon' || fail "$how: the terminal was left in raw mode (-icanon)"
+    wait_for "^$tag: (-)?icanon\$" 10 || fail "$how: stty did not answer (terminal not usable?)"
+    screen | grep -qx -- "$tag: icanon" || fail "$how: the terminal was left in raw mode (-icanon)"
     wait_for '^READY\$' 5 || fail "$how: no shell prompt"
     ok "$how: terminal restored (prompt back, alternate screen off, icanon on)"
 }
