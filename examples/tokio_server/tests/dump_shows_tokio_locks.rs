@@ -14,16 +14,27 @@ const CLIENTS: u64 = 6;
 const PER_CLIENT: u64 = 200;
 const REQUESTS: u64 = CLIENTS * PER_CLIENT;
 
+/// The stacks test's load: how many of tokio's callers meet in a wait is
+/// up to the scheduler, and at 6 x 200 a run showed 5 to 14 of them (once
+/// 2, in CI); at 16 x 300, 12 to 16, in under a second.
+const STACKS_LOAD: (u64, u64) = (16, 300);
+
 /// tokio wraps every parking_lot lock in this one file.
 const TOKIO_WRAPPER: &str = "src/loom/std/parking_lot.rs";
 
-/// Runs the server with `LOCKMETER_DUMP=<scratch>/<dump>` and `env`; the
-/// text of each of `read` (files beside the dump) it wrote at exit.
-fn run_server(dump: &str, env: &[(&str, &str)], read: &[&str]) -> Vec<String> {
+/// Runs the server for `clients` x `per_client` requests with
+/// `LOCKMETER_DUMP=<scratch>/<dump>` and `env`; the text of each of `read`
+/// (files beside the dump) it wrote at exit.
+fn run_server(
+    (clients, per_client): (u64, u64),
+    dump: &str,
+    env: &[(&str, &str)],
+    read: &[&str],
+) -> Vec<String> {
     let dir = std::env::temp_dir().join(format!("tokio_server_test_{}_{dump}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_tokio_server"))
-        .args([CLIENTS.to_string(), PER_CLIENT.to_string()])
+        .args([clients.to_string(), per_client.to_string()])
         .env("LOCKMETER_DUMP", dir.join(dump))
         .env("LOCKMETER_QUIET", "1")
         .envs(env.iter().copied())
@@ -36,7 +47,7 @@ fn run_server(dump: &str, env: &[(&str, &str)], read: &[&str]) -> Vec<String> {
     );
     assert_eq!(
         String::from_utf8_lossy(&out.stdout).trim(),
-        format!("requests={REQUESTS}")
+        format!("requests={}", clients * per_client)
     );
     let texts = read
         .iter()
@@ -55,7 +66,7 @@ fn run_server(dump: &str, env: &[(&str, &str)], read: &[&str]) -> Vec<String> {
 
 /// The table, dumped as JSON.
 fn run_server_for_table() -> Snapshot {
-    let text = run_server("dump.json", &[], &["dump.json"]).remove(0);
+    let text = run_server((CLIENTS, PER_CLIENT), "dump.json", &[], &["dump.json"]).remove(0);
     lockmeter_model::parse_snapshot(&text).expect("a valid snapshot")
 }
 
@@ -196,6 +207,7 @@ fn folded(text: &str) -> Vec<Folded<'_>> {
 #[test]
 fn tokio_locks_come_apart_by_their_callers_in_tokio_source() {
     let texts = run_server(
+        STACKS_LOAD,
         "stacks.folded",
         &[("LOCKMETER_STACK_RATE", "1")],
         &["stacks.folded", "stacks.holder.folded"],
