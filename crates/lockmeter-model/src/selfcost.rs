@@ -64,6 +64,14 @@ pub struct OpCosts {
     /// start the wait and end the hold, the wait distribution and holder
     /// table.
     pub contended_outside_ns: f64,
+    /// Added inside the critical section by a contended acquisition whose
+    /// timing the sample left out (`Stats::wait_untimed`): its counters
+    /// and the holder table's count, no clock read. 0 in older dumps,
+    /// which timed every one.
+    pub contended_untimed_inside_ns: f64,
+    /// Added outside it by such an acquisition: the clock read that
+    /// starts the wait (the sample decides after it).
+    pub contended_untimed_outside_ns: f64,
     /// One stack capture at the configured depth (0 when stacks are off).
     /// A waiter's capture is inside the critical section, a holder's
     /// outside.
@@ -171,8 +179,9 @@ impl SelfCost {
     pub fn estimate(costs: &OpCosts, lock: &LockStats, stacks: &Stacks) -> LockSelfCost {
         let s = &lock.total;
         let (inside, outside) = kind_cost(costs, lock.kind);
-        // Uncontended holds that were timed: the contended ones always are.
-        let timed_uncontended = s.hold_timed.saturating_sub(s.contended);
+        // Timed contended acquisitions cost their clock reads; the ones the
+        // sample left untimed only their counts.
+        let (timed_contended, untimed_contended) = (s.contended_timed(), s.wait_untimed);
         // Every path looks its entry up first: successful acquisitions,
         // failed attempts, wake calls.
         let looked_up = s
@@ -181,11 +190,13 @@ impl SelfCost {
             .saturating_add(s.wake_calls);
         let (waiter, holder) = captures(stacks, &lock.id);
         let inside_ns = times(s.acquisitions, inside)
-            + times(s.contended, costs.contended_inside_ns)
+            + times(timed_contended, costs.contended_inside_ns)
+            + times(untimed_contended, costs.contended_untimed_inside_ns)
             + times(waiter, costs.stack_capture_ns);
         let outside_ns = times(looked_up, outside)
-            + times(timed_uncontended, costs.timed_hold_ns)
-            + times(s.contended, costs.contended_outside_ns)
+            + times(s.uncontended_holds_timed(), costs.timed_hold_ns)
+            + times(timed_contended, costs.contended_outside_ns)
+            + times(untimed_contended, costs.contended_untimed_outside_ns)
             + times(holder, costs.stack_capture_ns);
         LockSelfCost {
             id: lock.id.clone(),
@@ -298,6 +309,31 @@ mod tests {
         };
         assert_eq!(ten_of(LockKind::Spinlock), (30, 15));
         assert_eq!(ten_of(LockKind::Rwlock), (20, 10));
+    }
+
+    #[test]
+    fn contended_acquisitions_left_untimed_cost_only_their_counts() {
+        let costs = OpCosts {
+            contended_untimed_inside_ns: 1.0,
+            contended_untimed_outside_ns: 3.0,
+            ..costs()
+        };
+        // 10 contended, 6 of them untimed: 4 timed ones, each with its
+        // hold among the 12 timed, so 8 timed uncontended holds.
+        let total = Stats {
+            acquisitions: 100,
+            contended: 10,
+            wait_untimed: 6,
+            hold_timed: 12,
+            ..Stats::default()
+        };
+        assert_eq!(
+            (total.contended_timed(), total.uncontended_holds_timed()),
+            (4, 8)
+        );
+        let e = SelfCost::estimate(&costs, &lock(LockKind::Mutex, total), &Stacks::default());
+        assert_eq!(e.inside_ns, 100 * 2 + 4 * 10 + 6);
+        assert_eq!(e.outside_ns, 100 + 8 * 20 + 4 * 30 + 6 * 3);
     }
 
     #[test]

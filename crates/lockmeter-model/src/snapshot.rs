@@ -277,6 +277,11 @@ pub struct Stats {
     /// Time from the first attempt to acquisition (contended acquisitions);
     /// for wait queues, time asleep per wait.
     pub wait_ns: Dist,
+    /// Contended acquisitions whose wait and hold were not timed, left out
+    /// by the sample (see [`Sampling::contended_wait_every`]); `wait_ns`
+    /// is scaled over them. Absent (0) in older dumps, which timed every
+    /// one, and left out when 0.
+    pub wait_untimed: u64,
     /// Wait queues: waits that slept at least once.
     pub waits: u64,
     /// Wait queues: calls of any wake function.
@@ -298,6 +303,18 @@ pub struct Stats {
 }
 
 impl Stats {
+    /// Contended acquisitions whose wait (and hold) were timed.
+    pub fn contended_timed(&self) -> u64 {
+        self.contended.saturating_sub(self.wait_untimed)
+    }
+
+    /// Uncontended holds that were timed: `hold_timed` less the timed
+    /// contended acquisitions, each of which timed its hold (but for a
+    /// semaphore's `down`, whose hold is never timed: there this is low).
+    pub fn uncontended_holds_timed(&self) -> u64 {
+        self.hold_timed.saturating_sub(self.contended_timed())
+    }
+
     /// CON: `100 * contended / acquisitions`, 0 without acquisitions.
     pub fn con_pct(&self) -> f64 {
         percent(self.contended, self.acquisitions)

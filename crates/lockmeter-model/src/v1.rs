@@ -126,11 +126,17 @@ macro_rules! fields {
 impl Serialize for StatsOut<'_> {
     fn serialize<S: Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
         let s = self.stats;
-        let mut st = ser.serialize_struct("Stats", 20)?;
+        let mut st = ser.serialize_struct("Stats", 21)?;
         fields!(st, s: acquisitions, nowait, contended, rejected, spins, sleeps, bounces);
         st.serialize_field("con_pct", &s.con_pct())?;
         st.serialize_field("util_pct", &s.util_pct(self.elapsed_ns))?;
-        fields!(st, s: hold_ns, hold_timed, wait_ns, waits, wake_calls, wakeups);
+        fields!(st, s: hold_ns, hold_timed, wait_ns);
+        if s.wait_untimed == 0 {
+            st.skip_field("wait_untimed")?;
+        } else {
+            fields!(st, s: wait_untimed);
+        }
+        fields!(st, s: waits, wake_calls, wakeups);
         if s.empty_wake_calls == 0 {
             st.skip_field("empty_wake_calls")?;
         } else {

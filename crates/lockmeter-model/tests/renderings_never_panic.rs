@@ -79,7 +79,7 @@ fn dist() -> impl Strategy<Value = Dist> {
 }
 
 fn stats() -> impl Strategy<Value = Stats> {
-    (prop::collection::vec(num(), 14), dist(), dist(), dist()).prop_map(|(n, h, w, l)| Stats {
+    (prop::collection::vec(num(), 15), dist(), dist(), dist()).prop_map(|(n, h, w, l)| Stats {
         acquisitions: n[0],
         nowait: n[1],
         contended: n[2],
@@ -90,6 +90,7 @@ fn stats() -> impl Strategy<Value = Stats> {
         hold_timed: n[0],
         hold_ns: h,
         wait_ns: w,
+        wait_untimed: n[14],
         waits: n[7],
         wake_calls: n[8],
         wakeups: n[9],

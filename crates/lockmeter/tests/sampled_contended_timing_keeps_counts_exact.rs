@@ -64,7 +64,13 @@ fn contend(take: impl Fn(&dyn Fn()) + Send + Sync + 'static) {
     waiter.join().unwrap();
 }
 
+/// One test at a time: with both running, four spinning threads share
+/// two CPUs, the waits outlast a watchdog tick, and every one is timed
+/// (as it should be), leaving nothing to sample.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn check(id: &str, run: impl FnOnce()) {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let (handle, ()) = observe(run);
     let snap = handle.snapshot();
     assert_eq!(snap.sampling.contended_wait_every, 64);
@@ -82,8 +88,19 @@ fn check(id: &str, run: impl FnOnce()) {
     assert_eq!(s.hold_ns.count, s.acquisitions);
     let charged: u64 = l.holders.iter().map(|h| h.contended).sum();
     assert_eq!(charged, s.contended);
-    // Not everything was timed: the sample took over after 64.
+    // Not everything was timed: the sample took over after 64, and the
+    // snapshot says how many contended acquisitions it left untimed.
     assert!(s.hold_timed < s.acquisitions, "hold_timed {}", s.hold_timed);
+    assert!(
+        s.wait_untimed > 0 && s.wait_untimed + 64 <= s.contended,
+        "{} of {} contended untimed",
+        s.wait_untimed,
+        s.contended
+    );
+    let by_site: u64 = l.sites.iter().map(|x| x.stats.wait_untimed).sum();
+    assert_eq!(by_site, s.wait_untimed);
+    // Each timed contended acquisition timed its hold too.
+    assert!(s.contended_timed() <= s.hold_timed);
     // And the estimate stands for the waits: each forced wait lasted at
     // least HOLD, less the moments before the waiter's attempt.
     let mean = s.wait_ns.total / s.wait_ns.count;

@@ -562,6 +562,7 @@ impl Entry {
     /// The counters in the model's form (no derived values yet).
     pub(crate) fn stats(&self) -> lockmeter_model::Stats {
         let (hold_ns, hold_timed) = self.hold_estimate();
+        let (wait_ns, wait_untimed) = self.wait_estimate();
         let (nowait, contended) = (self.nowait.get(), self.contended.get());
         lockmeter_model::Stats {
             acquisitions: nowait + contended,
@@ -573,7 +574,8 @@ impl Entry {
             bounces: self.bounces.get(),
             hold_ns,
             hold_timed,
-            wait_ns: self.wait_estimate(),
+            wait_ns,
+            wait_untimed,
             waits: self.waits.get(),
             wake_calls: self.wake_calls.get(),
             wakeups: self.wakeups.get(),
@@ -614,24 +616,26 @@ impl Entry {
     /// Every contended acquisition's wait: the forced ones, plus the
     /// sampled ones scaled to stand for all they were sampled from (while
     /// the sample has none, the forced ones stand for them), so that the
-    /// count is the contended count.
-    fn wait_estimate(&self) -> lockmeter_model::Dist {
+    /// count is the contended count; and how many of those the sample
+    /// left untimed.
+    fn wait_estimate(&self) -> (lockmeter_model::Dist, u64) {
         let all = self.wait.read();
         let eligible = self.wait_eligible.get();
         if eligible == 0 {
-            return all;
+            return (all, 0);
         }
         let sampled = self.wait_sampled.read();
+        let untimed = eligible.saturating_sub(sampled.count);
         if sampled.count == 0 {
-            return all.scaled_to(all.count.saturating_add(eligible));
+            return (all.scaled_to(all.count.saturating_add(eligible)), untimed);
         }
         let sampled = sampled.scaled_to(eligible);
         if all.count == 0 && all.buckets.is_empty() {
-            return sampled;
+            return (sampled, untimed);
         }
         let mut all = all;
         all.merge(&sampled);
-        all
+        (all, untimed)
     }
 
     /// Every hold: the contended ones, plus the sampled uncontended ones

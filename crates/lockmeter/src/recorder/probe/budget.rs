@@ -92,7 +92,7 @@ fn sampled_ns(snap: &Snapshot, sc: &SelfCost) -> f64 {
     let holds: u64 = snap
         .locks
         .iter()
-        .map(|l| l.total.hold_timed.saturating_sub(l.total.contended))
+        .map(|l| l.total.uncontended_holds_timed())
         .sum();
     let captured: u64 = snap
         .stacks

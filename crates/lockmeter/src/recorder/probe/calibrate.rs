@@ -288,7 +288,13 @@ pub(super) fn costs_for(rec: &Recorder) -> Option<OpCosts> {
     let started = Instant::now();
     let global = is_global(rec);
     let base = base(global)?;
-    let (timed_hold_ns, contended_inside_ns, contended_outside_ns) = entry_costs(&rec.clock);
+    let EntryCosts {
+        timed_hold_ns,
+        contended_inside_ns,
+        contended_outside_ns,
+        contended_untimed_inside_ns,
+        contended_untimed_outside_ns,
+    } = entry_costs(&rec.clock);
     // Through the global recorder, one hold in `every` was timed in the
     // loop: that is `timed_hold_ns`'s, counted apart.
     let timed_in_loop = if global {
@@ -332,6 +338,8 @@ pub(super) fn costs_for(rec: &Recorder) -> Option<OpCosts> {
         timed_hold_ns,
         contended_inside_ns,
         contended_outside_ns,
+        contended_untimed_inside_ns,
+        contended_untimed_outside_ns,
         stack_capture_ns,
     })
 }
@@ -348,9 +356,18 @@ fn is_global(rec: &Recorder) -> bool {
         .unwrap_or(false)
 }
 
-/// (timed hold, contended inside, contended outside) on a standalone entry
-/// that belongs to no shard: only this thread writes it.
-fn entry_costs(clock: &quanta::Clock) -> (f64, f64, f64) {
+/// What the entry's own recording costs, each part as [`OpCosts`] says.
+struct EntryCosts {
+    timed_hold_ns: f64,
+    contended_inside_ns: f64,
+    contended_outside_ns: f64,
+    contended_untimed_inside_ns: f64,
+    contended_untimed_outside_ns: f64,
+}
+
+/// [`EntryCosts`], on a standalone entry that belongs to no shard: only
+/// this thread writes it.
+fn entry_costs(clock: &quanta::Clock) -> EntryCosts {
     let key = SiteKey {
         class: Class::new(Some("lockmeter.calibration.entry"), Location::caller()),
         kind: LockKind::Mutex,
@@ -380,7 +397,24 @@ fn entry_costs(clock: &quanta::Clock) -> (f64, f64, f64) {
         let ns = clock.delta_as_nanos(start, end);
         e.end_contended_hold(Some(ns), ns, std::ptr::null_mut());
     });
-    (hold.max(0.0), inside.max(0.0), outside.max(0.0))
+    // A contended acquisition the sample leaves untimed: its counters and
+    // the holder table's count under the lock; before the wait, the clock
+    // read that starts it (the sample decides after the wait).
+    let untimed_inside = timed(|| {
+        e.count_wait_eligible();
+        e.count_contended(0, 0);
+        e.charge_untimed_wait(std::ptr::null_mut());
+    });
+    let untimed_outside = timed(|| {
+        black_box(clock.raw());
+    });
+    EntryCosts {
+        timed_hold_ns: hold.max(0.0),
+        contended_inside_ns: inside.max(0.0),
+        contended_outside_ns: outside.max(0.0),
+        contended_untimed_inside_ns: untimed_inside.max(0.0),
+        contended_untimed_outside_ns: untimed_outside.max(0.0),
+    }
 }
 
 /// One stack capture of `depth` frames, from `depth` frames deep (so that
