@@ -358,6 +358,52 @@ fn condvar_notify_all_wakes_every_waiter() {
     });
 }
 
+/// The lone hold's two changes, which skip the seqlock's odd step: a
+/// reader that overlaps a release and the next first hold (record 0
+/// rewritten from lock 1 to lock 3) keeps nothing torn, and only states
+/// the writer was in.
+#[test]
+fn a_lone_hold_and_its_release_are_read_whole() {
+    use lockmeter::loom_now::{Rec, Table};
+    let rec = |lock: usize| Rec {
+        lock,
+        what: lock * 8,
+        recorder: 1,
+        since: lock as u64,
+    };
+    loom::model(move || {
+        let table = Arc::new(Table::new());
+        let w = table.clone();
+        let writer = thread::spawn(move || {
+            let a = w.hold(rec(1));
+            w.release(a);
+            let b = w.hold(rec(3));
+            w.release(b);
+        });
+        let mut last_gen = 0;
+        for _ in 0..2 {
+            if let Some(v) = table.read() {
+                for r in &v.held {
+                    assert_eq!((r.what, r.since), (r.lock * 8, r.lock as u64), "torn {v:?}");
+                }
+                let held: Vec<usize> = v.held.iter().map(|r| r.lock).collect();
+                // Each state comes with its own generation, in order.
+                let want: &[usize] = match v.gen {
+                    0 | 4 | 8 => &[],
+                    2 => &[1],
+                    6 => &[3],
+                    g => panic!("generation {g} the writer never made"),
+                };
+                assert_eq!(held, want, "{v:?}");
+                assert!(v.gen >= last_gen, "went back from {last_gen}: {v:?}");
+                last_gen = v.gen;
+            }
+        }
+        writer.join().unwrap();
+        assert_eq!(table.read().map(|v| (v.gen, v.held.len())), Some((8, 0)));
+    });
+}
+
 /// The seqlock behind `now`: a reader on another thread only ever keeps a
 /// state the writer was in between two changes, never a torn mixture,
 /// whatever the interleaving; and the writer never waits.

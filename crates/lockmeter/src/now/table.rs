@@ -1,20 +1,32 @@
 //! One thread's held locks and current waits, readable by any thread
 //! without stopping the owner: a seqlock over atomics.
 //!
-//! The owning thread is the only writer. Every change is bracketed by two
-//! increments of `gen`: odd while a change is under way, even when done.
-//! A reader reads `gen`, the records, then `gen` again, and keeps what it
-//! read only if both are the same even number. Every field is an atomic,
-//! so a torn read is a discarded read, never undefined behaviour, and the
-//! writer never waits for a reader.
+//! The owning thread is the only writer. One word, `state`, holds the
+//! generation and the number of held records. Every change is bracketed by
+//! two increments of the generation: odd while a change is under way, even
+//! when done. A reader reads `state`, the records, then `state` again, and
+//! keeps what it read only if both are the same, with an even generation.
+//! Every field is an atomic, so a torn read is a discarded read, never
+//! undefined behaviour, and the writer never waits for a reader.
 //!
 //! ```text
 //! writer                              reader
-//! gen = g+1          (odd)            g1 = gen        (Acquire; retry if odd)
+//! gen = g+1          (odd)            s1 = state      (Acquire; retry if odd)
 //! fence(Release)                      read records    (Relaxed)
 //! write records      (Relaxed)        fence(Acquire)
-//! gen = g+2          (Release)        g2 = gen        (retry unless g1 == g2)
+//! gen = g+2, count   (Release)        s2 = state      (retry unless s1 == s2)
 //! ```
+//!
+//! The two changes every lone acquisition makes, its thread's first hold
+//! and that hold's release, skip the odd step: they run inside the
+//! critical section, where every store lengthens the hold that others wait
+//! for (`docs/performance.md`, "Session 9"). Releasing the only hold is one
+//! store of the next even generation with a count of 0 (its record stays,
+//! outside the count). Taking a first hold writes record 0, which the
+//! count (0) leaves out, behind a Release fence, then stores the next even
+//! generation with a count of 1. A reader that read the state before the
+//! last release and reads record 0 while it is rewritten sees, by the
+//! fences, the release's generation at its second read, and retries.
 //!
 //! The generation also says whether a thread did anything between two
 //! reads: the deadlock watchdog confirms a cycle only when every thread
@@ -92,7 +104,7 @@ impl Slot {
 /// What a reader saw: a consistent state of one thread.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct View {
-    /// The generation it was read at (even).
+    /// The generation it was read at (even; two more per change).
     pub gen: u64,
     /// The locks the thread held when it was read.
     pub held: Vec<Rec>,
@@ -103,14 +115,45 @@ pub struct View {
 /// The table. Methods that change it must be called by its owning thread
 /// only (one writer); [`Table::read`] from anywhere.
 pub struct Table {
-    gen: AtomicU64,
-    held_len: AtomicUsize,
+    /// The generation (`state >> COUNT_BITS`) and the number of held
+    /// records in use (the low [`COUNT_BITS`]), in one word so that the
+    /// lone hold's two changes are each one store.
+    state: AtomicU64,
+    /// Under loom, the writer's own copy of `state`, which it reads
+    /// instead of loading `state` (see [`Table::own_state`]).
+    #[cfg(lockmeter_loom)]
+    mine: std::cell::UnsafeCell<u64>,
     held: [Slot; MAX_HELD],
     /// Nesting depth of waits; only the first [`MAX_WAITS`] are recorded.
     waits_len: AtomicUsize,
     waits: [Slot; MAX_WAITS],
     untracked: AtomicU64,
 }
+
+/// Bits of [`Table::state`] that count held records (up to [`MAX_HELD`]).
+const COUNT_BITS: u32 = 8;
+const COUNT_MASK: u64 = (1 << COUNT_BITS) - 1;
+/// One step of the generation in [`Table::state`].
+const GEN_STEP: u64 = 1 << COUNT_BITS;
+
+/// The state after a change of `state`, with `count` held records: the
+/// next even generation.
+#[inline(always)]
+fn settled(state: u64, count: usize) -> u64 {
+    ((state | GEN_STEP).wrapping_add(GEN_STEP) & !COUNT_MASK) | count as u64
+}
+
+/// Whether a change is under way in `state` (its generation is odd).
+fn changing(state: u64) -> bool {
+    state & GEN_STEP != 0
+}
+
+const _: () = assert!(MAX_HELD as u64 <= COUNT_MASK);
+
+// SAFETY: `mine` is touched by the owning thread only (see `own_state`);
+// everything else is atomic.
+#[cfg(lockmeter_loom)]
+unsafe impl Sync for Table {}
 
 impl Default for Table {
     fn default() -> Self {
@@ -122,8 +165,9 @@ impl Table {
     /// An empty table: nothing held, no wait.
     pub fn new() -> Table {
         Table {
-            gen: AtomicU64::new(0),
-            held_len: AtomicUsize::new(0),
+            state: AtomicU64::new(0),
+            #[cfg(lockmeter_loom)]
+            mine: std::cell::UnsafeCell::new(0),
             held: std::array::from_fn(|_| Slot::new()),
             waits_len: AtomicUsize::new(0),
             waits: std::array::from_fn(|_| Slot::new()),
@@ -131,25 +175,54 @@ impl Table {
         }
     }
 
-    /// Runs `change` as one change readers see whole or not at all.
+    /// `state` as its writer last stored it. Under loom, from the writer's
+    /// own copy: loom's model checker misses a race between a reader's
+    /// load and a writer's store when the writer loaded the same atomic
+    /// just before (its exploration of the seqlock then stopped at one
+    /// interleaving); reading the copy leaves the writer's stores the
+    /// only accesses that race. The same value either way: only the
+    /// owning thread stores `state`.
     #[inline(always)]
-    fn change<R>(&self, change: impl FnOnce() -> R) -> R {
-        let g = self.gen.load(Relaxed);
-        self.gen.store(g.wrapping_add(1), Relaxed);
+    fn own_state(&self) -> u64 {
+        #[cfg(lockmeter_loom)]
+        // SAFETY: only the owning thread (the one writer) touches `mine`.
+        return unsafe { *self.mine.get() };
+        #[cfg(not(lockmeter_loom))]
+        self.state.load(Relaxed)
+    }
+
+    /// Stores `state` (writer side), and under loom the writer's copy.
+    #[inline(always)]
+    fn set_state(&self, state: u64, order: crate::primitive::Ordering) {
+        #[cfg(lockmeter_loom)]
+        // SAFETY: as in `own_state`.
+        unsafe {
+            *self.mine.get() = state;
+        }
+        self.state.store(state, order);
+    }
+
+    /// Runs `change` as one change readers see whole or not at all;
+    /// `change` is given the count of held records in use and returns its
+    /// result and the new count.
+    #[inline(always)]
+    fn change<R>(&self, change: impl FnOnce(usize) -> (R, usize)) -> R {
+        let s = self.own_state();
+        self.set_state(s | GEN_STEP, Relaxed);
         // Release fence: a reader that sees any store of `change` also
         // sees the odd generation (pairs with the reader's Acquire fence).
         fence(Release);
-        let r = change();
+        let (r, count) = change((s & COUNT_MASK) as usize);
         // Release: a reader that sees the new even generation sees every
         // store of `change` (pairs with the reader's Acquire load).
-        self.gen.store(g.wrapping_add(2), Release);
+        self.set_state(settled(s, count), Release);
         r
     }
 
     /// Holds currently recorded (writer side).
     #[inline(always)]
     pub fn holds(&self) -> usize {
-        self.held_len.load(Relaxed)
+        (self.own_state() & COUNT_MASK) as usize
     }
 
     /// The held records, for the writer's own use (lock order).
@@ -165,11 +238,16 @@ impl Table {
     /// holding nothing (the common case) is a few stores, inline.
     #[inline(always)]
     pub fn hold(&self, r: Rec) -> u32 {
-        if self.holds() == 0 {
-            self.change(|| {
-                self.held[0].set(r);
-                self.held_len.store(1, Relaxed);
-            });
+        let s = self.own_state();
+        if s & COUNT_MASK == 0 {
+            // No odd step (see the module's doc). Release fence: a reader
+            // that sees a store to the record below also sees, at its
+            // second read, the state stored before it (pairs with the
+            // reader's Acquire fence).
+            fence(Release);
+            self.held[0].set(r);
+            // Release: pairs with the reader's Acquire load.
+            self.set_state(settled(s, 1), Release);
             return 0;
         }
         self.hold_nested(r)
@@ -183,7 +261,7 @@ impl Table {
         if ix == MAX_HELD {
             return UNTRACKED;
         }
-        self.change(|| self.put_hold(ix, len, r));
+        self.change(|len| ((), self.put_hold(ix, len, r)));
         ix as u32
     }
 
@@ -201,25 +279,25 @@ impl Table {
         ix
     }
 
-    /// Writes `r` to the record `ix` from [`slot_for_hold`], counting it
-    /// in when it is the next free one. Inside a [`change`](Self::change).
+    /// Writes `r` to the record `ix` from [`slot_for_hold`] when `len`
+    /// are in use; the count after it (one more when `ix` is the next free
+    /// one). Inside a [`change`](Self::change).
     ///
     /// [`slot_for_hold`]: Self::slot_for_hold
-    fn put_hold(&self, ix: usize, len: usize, r: Rec) {
+    fn put_hold(&self, ix: usize, len: usize, r: Rec) -> usize {
         self.held[ix].set(r);
-        if ix == len {
-            self.held_len.store(len + 1, Relaxed);
-        }
+        len.max(ix + 1)
     }
 
     /// Forgets the hold at `ix`; releasing a thread's only hold is inline.
     #[inline(always)]
     pub fn release(&self, ix: u32) {
-        if ix == 0 && self.holds() == 1 {
-            self.change(|| {
-                self.held[0].lock.store(0, Relaxed);
-                self.held_len.store(0, Relaxed);
-            });
+        let s = self.own_state();
+        if ix == 0 && s & COUNT_MASK == 1 {
+            // One store, no odd step (see the module's doc); record 0
+            // keeps its content, outside the count. Release: pairs with
+            // the reader's Acquire load.
+            self.set_state(settled(s, 0), Release);
             return;
         }
         self.release_nested(ix);
@@ -231,29 +309,32 @@ impl Table {
         if ix >= MAX_HELD {
             return;
         }
-        self.change(|| self.clear(ix));
+        self.change(|len| ((), self.clear(ix, len)));
     }
 
-    fn clear(&self, ix: usize) {
+    /// Empties record `ix` when `len` are in use; the count after it
+    /// (trailing empty records dropped).
+    fn clear(&self, ix: usize, len: usize) -> usize {
         self.held[ix].lock.store(0, Relaxed);
-        let len = self.holds();
-        if ix + 1 == len {
-            let mut n = ix;
-            while n > 0 && self.held[n - 1].lock.load(Relaxed) == 0 {
-                n -= 1;
-            }
-            self.held_len.store(n, Relaxed);
+        if ix + 1 != len {
+            return len;
         }
+        let mut n = ix;
+        while n > 0 && self.held[n - 1].lock.load(Relaxed) == 0 {
+            n -= 1;
+        }
+        n
     }
 
     /// A wait begins (nested waits stack up).
     pub fn wait(&self, r: Rec) {
         let depth = self.waits_len.load(Relaxed);
-        self.change(|| {
+        self.change(|len| {
             if depth < MAX_WAITS {
                 self.waits[depth].set(r);
             }
             self.waits_len.store(depth + 1, Relaxed);
+            ((), len)
         });
     }
 
@@ -264,13 +345,13 @@ impl Table {
             return;
         }
         let w = &self.waits[depth - 1].what;
-        self.change(|| w.store(w.load(Relaxed) | bit, Relaxed));
+        self.change(|len| (w.store(w.load(Relaxed) | bit, Relaxed), len));
     }
 
     /// The innermost wait ended without acquiring.
     pub fn wait_over(&self) {
         let depth = self.waits_len.load(Relaxed);
-        self.change(|| self.waits_len.store(depth.saturating_sub(1), Relaxed));
+        self.change(|len| (self.waits_len.store(depth.saturating_sub(1), Relaxed), len));
     }
 
     /// The innermost wait ended by acquiring: one change, so no reader
@@ -279,10 +360,11 @@ impl Table {
         let depth = self.waits_len.load(Relaxed);
         let len = self.holds();
         let ix = self.slot_for_hold(len);
-        self.change(|| {
+        self.change(|len| {
             self.waits_len.store(depth.saturating_sub(1), Relaxed);
-            if ix < MAX_HELD {
-                self.put_hold(ix, len, r);
+            match ix < MAX_HELD {
+                true => ((), self.put_hold(ix, len, r)),
+                false => ((), len),
             }
         });
         if ix < MAX_HELD {
@@ -302,12 +384,12 @@ impl Table {
         for _ in 0..READ_ATTEMPTS {
             // Acquire: pairs with the writer's final Release store, so the
             // records of that change are visible below.
-            let g1 = self.gen.load(Acquire);
-            if g1 % 2 == 1 {
+            let s1 = self.state.load(Acquire);
+            if changing(s1) {
                 crate::primitive::spin_loop();
                 continue;
             }
-            let len = self.held_len.load(Relaxed).min(MAX_HELD);
+            let len = ((s1 & COUNT_MASK) as usize).min(MAX_HELD);
             let held: Vec<Rec> = self.held[..len]
                 .iter()
                 .map(Slot::get)
@@ -318,9 +400,9 @@ impl Table {
             // Acquire fence: if any load above saw a store of a later
             // change, the load below sees that change's odd generation.
             fence(Acquire);
-            if self.gen.load(Relaxed) == g1 {
+            if self.state.load(Relaxed) == s1 {
                 return Some(View {
-                    gen: g1,
+                    gen: s1 >> COUNT_BITS,
                     held,
                     wait,
                 });
