@@ -301,11 +301,27 @@ impl Hold {
 /// wait for goes on to blame its holder. Out of line and given scalars and
 /// references only, so that the unobserved drop stays small enough to
 /// inline and keeps the guard in registers.
+///
+/// Its common case, the thread's only hold and no waiter, calls nothing
+/// but the unlock, last: every other case is a call in tail position, so
+/// the function saves no registers on the stack, stores that would lengthen
+/// the critical section (`docs/performance.md`, "Session 9").
 #[inline(never)]
 fn release_observed(held: u32, meta: &Meta, mode: Mode, unlock: impl FnOnce()) {
     if meta.blame.anyone_waiting() {
         return release_observed_blaming(held, meta, mode, unlock);
     }
+    if now::hold_ends_if_lone(held) {
+        return unlock();
+    }
+    release_observed_nested(held, unlock)
+}
+
+/// [`release_observed`] of a hold among others (or on a thread whose
+/// `now` slot is gone).
+#[cold]
+#[inline(never)]
+fn release_observed_nested(held: u32, unlock: impl FnOnce()) {
     now::hold_ends(held);
     unlock()
 }

@@ -172,6 +172,16 @@ fn hold_ends_tracked(ix: u32) {
     thread::with_slot(|s| s.table.release(ix));
 }
 
+/// [`hold_ends`] for the common case alone, with no call: the hold at
+/// `ix` is its thread's only one (or untracked). False, having done
+/// nothing, otherwise: then the caller calls [`hold_ends`]. So that an
+/// observed release inside the critical section needs no saved registers
+/// (`meter::hold`).
+#[inline(always)]
+pub(crate) fn hold_ends_if_lone(ix: u32) -> bool {
+    ix == UNTRACKED || thread::registered_slot(|s| s.table.release_lone(ix)).unwrap_or(false)
+}
+
 /// The thread is about to block waiting for `lock`.
 pub(crate) fn wait_begins(lock: usize, entry: *const Entry, recorder: *const Recorder) {
     thread::with_slot(|s| s.table.wait(rec(lock, entry, recorder)));

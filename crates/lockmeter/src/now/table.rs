@@ -292,15 +292,24 @@ impl Table {
     /// Forgets the hold at `ix`; releasing a thread's only hold is inline.
     #[inline(always)]
     pub fn release(&self, ix: u32) {
-        let s = self.own_state();
-        if ix == 0 && s & COUNT_MASK == 1 {
-            // One store, no odd step (see the module's doc); record 0
-            // keeps its content, outside the count. Release: pairs with
-            // the reader's Acquire load.
-            self.set_state(settled(s, 0), Release);
-            return;
+        if !self.release_lone(ix) {
+            self.release_nested(ix);
         }
-        self.release_nested(ix);
+    }
+
+    /// Forgets the hold at `ix` if it is the thread's only one, in one
+    /// store; false, changing nothing, when it is not.
+    #[inline(always)]
+    pub fn release_lone(&self, ix: u32) -> bool {
+        let s = self.own_state();
+        let lone = ix == 0 && s & COUNT_MASK == 1;
+        if lone {
+            // No odd step (see the module's doc); record 0 keeps its
+            // content, outside the count. Release: pairs with the
+            // reader's Acquire load.
+            self.set_state(settled(s, 0), Release);
+        }
+        lone
     }
 
     #[inline(never)]

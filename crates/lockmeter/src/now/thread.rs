@@ -83,6 +83,18 @@ pub(crate) fn with_slot<R>(f: impl FnOnce(&ThreadSlot) -> R) -> Option<R> {
     Some(f(unsafe { &*p }))
 }
 
+/// Like [`with_slot`], but `None` for a thread not registered yet (which
+/// holds nothing recorded), never registering it: no call on the way.
+#[inline(always)]
+pub(crate) fn registered_slot<R>(f: impl FnOnce(&ThreadSlot) -> R) -> Option<R> {
+    let p = SLOT.with(Cell::get);
+    if p.is_null() || p == DEAD {
+        return None;
+    }
+    // SAFETY: as in `with_slot`.
+    Some(f(unsafe { &*p }))
+}
+
 #[cold]
 #[inline(never)]
 fn register() -> *const ThreadSlot {
