@@ -239,6 +239,16 @@ pub(crate) fn samples_contended_timing(slow_ns: u64) -> bool {
     slow_ns >= now::TICK_NS
 }
 
+/// A contended acquisition whose timing the sample may decide.
+#[derive(Clone, Copy)]
+pub(crate) struct LeftToSample {
+    /// The sample picked it (its attempt read the clock).
+    picked: bool,
+    /// [`now::coarse_ns`] when the wait began: a wait that lasted a
+    /// watchdog tick or more is timed whatever the sample says.
+    coarse_start: u64,
+}
+
 /// An acquisition being recorded.
 pub(crate) struct Probe {
     entry: *const Entry,
@@ -248,13 +258,10 @@ pub(crate) struct Probe {
 /// A wait in progress: when it began and who held the lock.
 pub(crate) struct Waiting {
     start: u64,
-    /// [`now::coarse_ns`] when it began: a wait that lasted a watchdog tick
-    /// or more is timed whatever the sample says.
-    coarse_start: u64,
-    /// `Some(sampled)` when the acquisition's timing may be left to the
-    /// uncontended sample (`sampled`: the sample picked it); `None` when
-    /// every such wait is timed (timed and condvar acquisitions).
-    sampling: Option<bool>,
+    /// `Some` when the acquisition's timing may be left to the uncontended
+    /// sample; `None` when every such wait is timed (timed and condvar
+    /// acquisitions).
+    sampling: Option<LeftToSample>,
     holder: *mut Location<'static>,
     /// The lock's blame word if this wait is counted in it (until
     /// dropped; one wait in `stacks::BLAME_EVERY`), else null.
@@ -375,14 +382,15 @@ impl Probe {
     }
 
     /// Like [`Probe::contended`], starting the wait at the clock read a
-    /// sampled attempt already took, if it took one; `sampling` as in
-    /// [`Waiting::sampling`].
+    /// sampled attempt already took, if it took one; `picked` is
+    /// `Some(whether the sample picked it)` when the sample may decide its
+    /// timing (see [`Waiting::sampling`]).
     #[inline(never)]
     fn contended_from(
         &self,
         meta: &Meta,
         sampled_start: Option<u64>,
-        sampling: Option<bool>,
+        picked: Option<bool>,
     ) -> Waiting {
         now::wait_begins(meta.instance(), self.entry, self.recorder);
         let stacks = self.recorder().stacks.rate_ns != 0;
@@ -405,8 +413,10 @@ impl Probe {
         };
         Waiting {
             start,
-            coarse_start: now::coarse_ns(),
-            sampling,
+            sampling: picked.map(|picked| LeftToSample {
+                picked,
+                coarse_start: now::coarse_ns(),
+            }),
             holder: meta.holder.load(Relaxed),
             blame,
             pre,
@@ -426,9 +436,9 @@ impl Probe {
     ) -> Hold {
         let e = self.entry();
         let sampled = match waiting.sampling {
-            Some(sampled) if !self.forced(&waiting) => {
+            Some(left) if !self.forced(&waiting, left.coarse_start) => {
                 e.count_wait_eligible();
-                if !sampled {
+                if !left.picked {
                     // Off or Skipped (else forced): nothing to keep or give back.
                     waiting.pre = PreWait::Off;
                     return self.acquired_untimed(meta, site, waiting.holder, (spins, sleeps));
@@ -469,11 +479,11 @@ impl Probe {
     /// slow threshold is timed and reported); or when the slow threshold is
     /// under a tick.
     #[inline]
-    fn forced(&self, waiting: &Waiting) -> bool {
+    fn forced(&self, waiting: &Waiting, coarse_start: u64) -> bool {
         let e = self.entry();
         e.contended_so_far() < TIMED_FIRST
             || !matches!(waiting.pre, PreWait::Off | PreWait::Skipped)
-            || now::coarse_ns() != waiting.coarse_start
+            || now::coarse_ns() != coarse_start
             || !samples_contended_timing(e.slow_ns())
     }
 
@@ -708,7 +718,6 @@ pub(crate) fn reacquired(
     now::wait_begins(meta.instance(), probe.entry, probe.recorder);
     let waiting = Waiting {
         start,
-        coarse_start: now::coarse_ns(),
         sampling: None,
         holder: meta.holder.load(Relaxed),
         blame: std::ptr::null(),

@@ -371,10 +371,12 @@ impl Table {
         let ix = self.slot_for_hold(len);
         self.change(|len| {
             self.waits_len.store(depth.saturating_sub(1), Relaxed);
-            match ix < MAX_HELD {
-                true => ((), self.put_hold(ix, len, r)),
-                false => ((), len),
-            }
+            let count = if ix < MAX_HELD {
+                self.put_hold(ix, len, r)
+            } else {
+                len
+            };
+            ((), count)
         });
         if ix < MAX_HELD {
             ix as u32
