@@ -205,6 +205,15 @@ impl Recorder {
         state
     }
 
+    /// Runs `f` on every entry of the threads alive in this recorder (the
+    /// overhead budget's rate changes, calibration's timed class).
+    pub(crate) fn for_each_live_entry(&self, mut f: impl FnMut(&entry::Entry)) {
+        for shard in &self.state().live {
+            let entries = shard.entries.lock().unwrap_or_else(|e| e.into_inner());
+            entries.iter().for_each(|e| f(e));
+        }
+    }
+
     /// Registers a new thread's shard, without waiting for a snapshot.
     pub(crate) fn adopt(&self, shard: Arc<Shard>) {
         self.newcomers

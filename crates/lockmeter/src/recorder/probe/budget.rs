@@ -160,16 +160,7 @@ pub(super) fn evaluate(rec: &Recorder, snap: &Snapshot, sc: &SelfCost) -> Option
     // rate: every live entry gets the rate in effect.
     let every = probe.hold_every.load(Relaxed);
     if every != configured.0 {
-        for shard in &rec.state().live {
-            for e in shard
-                .entries
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .iter()
-            {
-                e.set_sample_every(u64::from(every));
-            }
-        }
+        rec.for_each_live_entry(|e| e.set_sample_every(u64::from(every)));
     }
     let mut lowered = Vec::new();
     if every != configured.0 {
