@@ -419,6 +419,35 @@ fn a_lone_hold_and_its_release_are_read_whole() {
     ));
 }
 
+/// A first hold written ahead of its lock's attempt (`prepare_first`)
+/// whose attempt fails: the record stays out of every view, through the
+/// wait that follows and until the lock is held after it.
+#[test]
+fn a_first_hold_written_ahead_of_a_failed_attempt_is_never_seen() {
+    loom::model(now_model(
+        |w| {
+            let a = w.hold(now_rec(1));
+            w.release(a);
+            let _failed = w.prepare_first(now_rec(3));
+            w.wait(now_rec(3));
+            let b = w.wait_over_held(now_rec(3));
+            w.release(b);
+        },
+        |v| {
+            let held: Vec<usize> = v.held.iter().map(|r| r.lock).collect();
+            let wait = v.wait.map(|r| r.lock);
+            let want: (&[usize], Option<usize>) = match v.gen {
+                0 | 4 | 10 => (&[], None),
+                2 => (&[1], None),
+                6 => (&[], Some(3)),
+                8 => (&[3], None),
+                g => panic!("generation {g} the writer never made"),
+            };
+            assert_eq!((held.as_slice(), wait), want, "{v:?}");
+        },
+    ));
+}
+
 /// The seqlock behind `now`: a reader on another thread only ever keeps a
 /// state the writer was in between two changes, never a torn mixture,
 /// whatever the interleaving; and the writer never waits.

@@ -348,7 +348,15 @@ impl Probe {
     #[inline]
     pub(crate) fn acquired_nowait(self, meta: &Meta, site: &'static Location<'static>) -> Hold {
         let start = self.sample();
-        self.acquired_nowait_at(meta, site, start)
+        let prepared = self.prepare_hold(meta);
+        self.acquired_nowait_at(meta, site, start, prepared)
+    }
+
+    /// The held-lock record of a hold about to be attempted, written
+    /// before the attempt as far as it can be (`now::prepare_hold`).
+    #[inline(always)]
+    fn prepare_hold(&self, meta: &Meta) -> now::Prepared {
+        now::prepare_hold(meta.instance(), self.entry, self.recorder)
     }
 
     /// Like [`Probe::acquired_nowait`], for a hold that is never timed
@@ -364,10 +372,11 @@ impl Probe {
         meta: &Meta,
         site: &'static Location<'static>,
         start: Option<u64>,
+        prepared: now::Prepared,
     ) -> Hold {
         self.entry().count_nowait();
         self.note_owner(meta, site);
-        let held = now::hold_begins(meta.instance(), self.entry, self.recorder);
+        let held = now::hold_prepared(prepared, meta.instance(), self.entry, self.recorder);
         match start {
             None => Hold::observed(),
             Some(start) => Hold::sampled(self.entry(), start),
@@ -605,8 +614,9 @@ pub(crate) fn acquire<G>(
         return (plain(), Hold::none());
     };
     let start = probe.sample();
+    let prepared = probe.prepare_hold(meta);
     if let Some(g) = attempt() {
-        return (g, probe.acquired_nowait_at(meta, site, start));
+        return (g, probe.acquired_nowait_at(meta, site, start, prepared));
     }
     // Not unsampled: the acquisition stays in the sample's population
     // unless its timing is forced (`Probe::acquired_after_wait`).
@@ -658,8 +668,9 @@ fn try_acquire_observed<G>(
         return attempt().map(|g| (g, Hold::none()));
     };
     let start = probe.sample();
+    let prepared = probe.prepare_hold(meta);
     match attempt() {
-        Some(g) => Some((g, probe.acquired_nowait_at(meta, site, start))),
+        Some(g) => Some((g, probe.acquired_nowait_at(meta, site, start, prepared))),
         None => {
             probe.unsample();
             probe.rejected();
@@ -682,8 +693,9 @@ pub(crate) fn acquire_timed<G>(
         return attempt().or_else(|| wait().0).map(|g| (g, Hold::none()));
     };
     let start = probe.sample();
+    let prepared = probe.prepare_hold(meta);
     if let Some(g) = attempt() {
-        return Some((g, probe.acquired_nowait_at(meta, site, start)));
+        return Some((g, probe.acquired_nowait_at(meta, site, start, prepared)));
     }
     probe.unsample();
     let waiting = probe.contended_from(meta, start, None);

@@ -35,7 +35,7 @@ use std::time::{Duration, Instant};
 
 use lockmeter_model::Snapshot;
 
-use self::table::Rec;
+use self::table::{FirstHold, Rec};
 use crate::recorder::entry::Entry;
 use crate::recorder::Recorder;
 
@@ -137,8 +137,10 @@ fn rec(lock: usize, entry: *const Entry, recorder: *const Recorder) -> Rec {
 }
 
 /// A lock was just taken without waiting: returns the index that
-/// [`hold_ends`] forgets, [`UNTRACKED`] if it is not recorded.
-#[inline(always)]
+/// [`hold_ends`] forgets, [`UNTRACKED`] if it is not recorded. Out of line:
+/// the hot path records a thread's first hold with [`prepare_hold`] and
+/// [`hold_prepared`], and comes here for the others.
+#[inline(never)]
 pub(crate) fn hold_begins(lock: usize, entry: *const Entry, recorder: *const Recorder) -> u32 {
     thread::with_slot(|s| {
         let r = rec(lock, entry, recorder);
@@ -148,6 +150,51 @@ pub(crate) fn hold_begins(lock: usize, entry: *const Entry, recorder: *const Rec
         }
     })
     .unwrap_or(UNTRACKED)
+}
+
+/// A hold about to be attempted, recorded as far as it can be before the
+/// lock is taken (see [`prepare_hold`]).
+#[derive(Clone, Copy)]
+pub(crate) struct Prepared(Option<(*const thread::ThreadSlot, FirstHold)>);
+
+/// The part of [`hold_begins`] that can run before the lock's attempt:
+/// for a thread that holds nothing (the common case), the whole record,
+/// which no reader sees until [`hold_prepared`] counts it after the lock is
+/// taken. So that the critical section holds one store of `now`'s instead
+/// of the record's lookup, loads and stores (`docs/performance.md`,
+/// "Session 10"). If the attempt fails nothing needs undoing.
+#[inline(always)]
+pub(crate) fn prepare_hold(
+    lock: usize,
+    entry: *const Entry,
+    recorder: *const Recorder,
+) -> Prepared {
+    Prepared(
+        thread::with_slot(|s| {
+            s.table
+                .prepare_first(rec(lock, entry, recorder))
+                .map(|first| (s as *const thread::ThreadSlot, first))
+        })
+        .flatten(),
+    )
+}
+
+/// The lock whose hold `prepared` prepared was just taken without
+/// waiting, with no other change of the thread's table in between: like
+/// [`hold_begins`], the index that [`hold_ends`] forgets.
+#[inline(always)]
+pub(crate) fn hold_prepared(
+    prepared: Prepared,
+    lock: usize,
+    entry: *const Entry,
+    recorder: *const Recorder,
+) -> u32 {
+    match prepared.0 {
+        // SAFETY: the slot was this thread's a moment ago, in this same
+        // acquisition; it lives until the thread exits.
+        Some((slot, first)) => unsafe { &*slot }.table.commit_first(first),
+        None => hold_begins(lock, entry, recorder),
+    }
 }
 
 /// A hold taken while others are held: a lock-order edge from each.

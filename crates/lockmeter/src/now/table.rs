@@ -112,6 +112,13 @@ pub struct View {
     pub wait: Option<Rec>,
 }
 
+/// A first hold whose record [`Table::prepare_first`] wrote.
+#[derive(Clone, Copy)]
+pub struct FirstHold {
+    /// The state [`Table::commit_first`] stores, computed ahead too.
+    state: u64,
+}
+
 /// The table. Methods that change it must be called by its owning thread
 /// only (one writer); [`Table::read`] from anywhere.
 pub struct Table {
@@ -238,19 +245,44 @@ impl Table {
     /// holding nothing (the common case) is a few stores, inline.
     #[inline(always)]
     pub fn hold(&self, r: Rec) -> u32 {
-        let s = self.own_state();
-        if s & COUNT_MASK == 0 {
-            // No odd step (see the module's doc). Release fence: a reader
-            // that sees a store to the record below also sees, at its
-            // second read, the state stored before it (pairs with the
-            // reader's Acquire fence).
-            fence(Release);
-            self.held[0].set(r);
-            // Release: pairs with the reader's Acquire load.
-            self.set_state(settled(s, 1), Release);
-            return 0;
+        match self.prepare_first(r) {
+            Some(first) => self.commit_first(first),
+            None => self.hold_nested(r),
         }
-        self.hold_nested(r)
+    }
+
+    /// The first half of [`Table::hold`] for a thread that holds nothing,
+    /// which may run before the lock is even tried: writes `r` as record
+    /// 0, which the count (0) leaves out, so no reader sees it until
+    /// [`Table::commit_first`] (see the module's doc), and a failed attempt
+    /// needs no undoing. `None`, changing nothing, when holds are recorded:
+    /// then the hold is [`Table::hold`]'s, once the lock is taken. So that
+    /// the record's stores run outside the critical section.
+    #[inline(always)]
+    pub fn prepare_first(&self, r: Rec) -> Option<FirstHold> {
+        let s = self.own_state();
+        if s & COUNT_MASK != 0 {
+            return None;
+        }
+        // No odd step (see the module's doc). Release fence: a reader that
+        // sees a store to the record below also sees, at its second read,
+        // the state stored before it (pairs with the reader's Acquire
+        // fence).
+        fence(Release);
+        self.held[0].set(r);
+        Some(FirstHold {
+            state: settled(s, 1),
+        })
+    }
+
+    /// The lock was taken: the record [`Table::prepare_first`] wrote is
+    /// the thread's only hold, at index 0. One store. Nothing may change
+    /// the table in between.
+    #[inline(always)]
+    pub fn commit_first(&self, first: FirstHold) -> u32 {
+        // Release: pairs with the reader's Acquire load.
+        self.set_state(first.state, Release);
+        0
     }
 
     /// [`Table::hold`] while other locks are held.

@@ -215,7 +215,8 @@ impl BareSpin {
 
 /// What an observed acquisition does before its attempt, timed alone:
 /// the `observing()` test, the recorder lookup, the thread's entry, the
-/// sampling counter (`meter::acquire` up to `attempt`); and that entry.
+/// sampling counter, the held-lock record written ahead (`meter::acquire`
+/// up to `attempt`); and that entry.
 fn before_attempt() -> (f64, Option<(*const Recorder, *const Entry)>) {
     static SITE: u8 = 0;
     let raw = [&SITE as *const u8 as usize, 1, 2];
@@ -237,6 +238,7 @@ fn before_attempt() -> (f64, Option<(*const Recorder, *const Entry)>) {
             // SAFETY: an entry lives as long as this thread's slot for the
             // recorder, which outlives this loop (see `shard`).
             black_box(unsafe { &*e }.sample_uncontended());
+            black_box(crate::now::prepare_hold(raw[0], e, rec));
             found = Some((rec, e));
         }
     });
@@ -246,8 +248,10 @@ fn before_attempt() -> (f64, Option<(*const Recorder, *const Entry)>) {
 /// What an observed acquisition does while it holds the lock, timed
 /// alone on `found`'s entry: NOWAIT, the owner, holder and instance notes
 /// on the lock (`meter::Probe::note_owner`'s loads and stores, on a copy of
-/// those words), the held-lock table's record and its release, and the
-/// release's look at the blame word.
+/// those words), the held-lock table's count of the record written ahead
+/// and its release, and the release's look at the blame word. (The record
+/// written ahead is timed with it and then taken out: it is
+/// [`before_attempt`]'s.)
 fn while_held(found: Option<(*const Recorder, *const Entry)>) -> f64 {
     let Some((rec, entry)) = found else {
         return 0.0;
@@ -262,7 +266,8 @@ fn while_held(found: Option<(*const Recorder, *const Entry)>) -> f64 {
     );
     let lock = &owner as *const AtomicUsize as usize;
     let me = black_box(lock ^ 1);
-    timed(|| {
+    let with_record = timed(|| {
+        let prepared = crate::now::prepare_hold(lock, entry, rec);
         e.count_nowait();
         if owner.load(Ordering::Relaxed) != me {
             owner.store(me, Ordering::Relaxed);
@@ -271,10 +276,14 @@ fn while_held(found: Option<(*const Recorder, *const Entry)>) -> f64 {
         if seen.load(Ordering::Relaxed) != rec as u64 {
             seen.store(rec as u64, Ordering::Relaxed);
         }
-        let held = crate::now::hold_begins(lock, entry, rec);
+        let held = crate::now::hold_prepared(prepared, lock, entry, rec);
         crate::now::hold_ends(held);
         black_box(blame.load(Ordering::Relaxed));
-    })
+    });
+    let record = timed(|| {
+        black_box(crate::now::prepare_hold(lock, entry, rec));
+    });
+    (with_record - record).max(0.0)
 }
 
 /// The costs of `rec`: the process-wide part with the lookup `rec` pays,
