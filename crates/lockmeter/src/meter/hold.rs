@@ -306,17 +306,10 @@ impl Hold {
 /// but the unlock, last: every other case is a call in tail position, so
 /// the function saves no registers on the stack, stores that would lengthen
 /// the critical section (`docs/performance.md`, "Session 9").
-///
-/// A [`now::FIRST_HOLD`] (the common case) is forgotten after the unlock,
-/// so that the critical section ends at the blame word's read.
 #[inline(never)]
 fn release_observed(held: u32, meta: &Meta, mode: Mode, unlock: impl FnOnce()) {
     if meta.blame.anyone_waiting() {
         return release_observed_blaming(held, meta, mode, unlock);
-    }
-    if held == now::FIRST_HOLD {
-        unlock();
-        return now::first_hold_ends();
     }
     if now::hold_ends_if_lone(held) {
         return unlock();

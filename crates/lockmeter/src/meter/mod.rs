@@ -139,13 +139,6 @@ impl Meta {
             .unwrap_or(Role::Own)
     }
 
-    /// Whether this is a wait queue's own lock ([`Role::InnerLock`]),
-    /// which its thread may release inside a wait (see `now::FIRST_HOLD`).
-    #[inline(always)]
-    fn is_inner_lock(&self) -> bool {
-        self.tag & 3 == Role::InnerLock as u16
-    }
-
     /// The instance's kind, from the tag.
     fn kind(&self) -> LockKind {
         LockKind::ALL
@@ -363,12 +356,7 @@ impl Probe {
     /// before the attempt as far as it can be (`now::prepare_hold`).
     #[inline(always)]
     fn prepare_hold(&self, meta: &Meta) -> now::Prepared {
-        now::prepare_hold(
-            meta.instance(),
-            self.entry,
-            self.recorder,
-            meta.is_inner_lock(),
-        )
+        now::prepare_hold(meta.instance(), self.entry, self.recorder)
     }
 
     /// Like [`Probe::acquired_nowait`], for a hold that is never timed
@@ -488,13 +476,7 @@ impl Probe {
             PreWait::Off => None,
             pre => stack_hooks::after_wait(self.recorder(), e, pre, wait_ns),
         };
-        let held = now::wait_ends_held(
-            meta.instance(),
-            self.entry,
-            self.recorder,
-            wait_ns,
-            meta.is_inner_lock(),
-        );
+        let held = now::wait_ends_held(meta.instance(), self.entry, self.recorder, wait_ns);
         Hold::contended(e, now, wait_ns, waiting.holder, stack, sampled).in_now(held)
     }
 
@@ -533,13 +515,7 @@ impl Probe {
         e.count_contended(spins, sleeps);
         self.note_owner(meta, site);
         e.charge_untimed_wait(behind);
-        let held = now::wait_ends_held(
-            meta.instance(),
-            self.entry,
-            self.recorder,
-            0,
-            meta.is_inner_lock(),
-        );
+        let held = now::wait_ends_held(meta.instance(), self.entry, self.recorder, 0);
         Hold::observed().in_now(held)
     }
 

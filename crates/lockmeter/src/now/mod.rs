@@ -13,14 +13,7 @@
 //! The primitives call the hooks below through `meter`: a hold is recorded
 //! after the lock is taken and forgotten before it is released, and a wait
 //! is recorded before the thread blocks, so a record always understates
-//! what is held and a cycle read from them is a real one. One exception,
-//! to keep the critical section short: a guard's drop forgets a
-//! [`FIRST_HOLD`], taken while its thread held nothing and waited for
-//! nothing else, just *after* the unlock. For those few nanoseconds the
-//! record overstates, but only on a thread that is releasing a lock and
-//! waits on nothing (a wait queue's own lock, released inside a wait, is
-//! never a first hold), and every edge of a cycle leaves a waiting thread,
-//! so no cycle passes through it.
+//! what is held and a cycle read from them is a real one.
 //!
 //! | file | what it is |
 //! |---|---|
@@ -162,7 +155,7 @@ pub(crate) fn hold_begins(lock: usize, entry: *const Entry, recorder: *const Rec
 /// A hold about to be attempted, recorded as far as it can be before the
 /// lock is taken (see [`prepare_hold`]).
 #[derive(Clone, Copy)]
-pub(crate) struct Prepared(Option<(*const thread::ThreadSlot, FirstHold, u32)>);
+pub(crate) struct Prepared(Option<(*const thread::ThreadSlot, FirstHold)>);
 
 /// The part of [`hold_begins`] that can run before the lock's attempt:
 /// for a thread that holds nothing (the common case), the whole record,
@@ -170,39 +163,25 @@ pub(crate) struct Prepared(Option<(*const thread::ThreadSlot, FirstHold, u32)>);
 /// taken. So that the critical section holds one store of `now`'s instead
 /// of the record's lookup, loads and stores (`docs/performance.md`,
 /// "Session 10"). If the attempt fails nothing needs undoing.
-/// `inner`: the lock is a wait queue's own, which may be released after its
-/// thread's wait began, so its hold is never a [`FIRST_HOLD`].
 #[inline(always)]
 pub(crate) fn prepare_hold(
     lock: usize,
     entry: *const Entry,
     recorder: *const Recorder,
-    inner: bool,
 ) -> Prepared {
-    let held = first_hold_unless(inner);
     Prepared(
         thread::with_slot(|s| {
             s.table
                 .prepare_first(rec(lock, entry, recorder))
-                .map(|first| (s as *const thread::ThreadSlot, first, held))
+                .map(|first| (s as *const thread::ThreadSlot, first))
         })
         .flatten(),
     )
 }
 
-/// [`FIRST_HOLD`], or record 0 named plainly for a wait queue's own lock.
-#[inline(always)]
-fn first_hold_unless(inner: bool) -> u32 {
-    match inner {
-        true => 0,
-        false => FIRST_HOLD,
-    }
-}
-
 /// The lock whose hold `prepared` prepared was just taken without
 /// waiting, with no other change of the thread's table in between: like
-/// [`hold_begins`], what [`hold_ends`] forgets; [`FIRST_HOLD`] for the
-/// thread's first hold.
+/// [`hold_begins`], the index that [`hold_ends`] forgets.
 #[inline(always)]
 pub(crate) fn hold_prepared(
     prepared: Prepared,
@@ -211,12 +190,9 @@ pub(crate) fn hold_prepared(
     recorder: *const Recorder,
 ) -> u32 {
     match prepared.0 {
-        Some((slot, first, held)) => {
-            // SAFETY: the slot was this thread's a moment ago, in this same
-            // acquisition; it lives until the thread exits.
-            unsafe { &*slot }.table.commit_first(first);
-            held
-        }
+        // SAFETY: the slot was this thread's a moment ago, in this same
+        // acquisition; it lives until the thread exits.
+        Some((slot, first)) => unsafe { &*slot }.table.commit_first(first),
         None => hold_begins(lock, entry, recorder),
     }
 }
@@ -230,42 +206,15 @@ fn hold_nested(s: &thread::ThreadSlot, r: Rec, wait_ns: u64) -> u32 {
     s.table.hold_nested(r)
 }
 
-/// What [`hold_prepared`] and [`wait_ends_held`] return for a thread's
-/// first hold, taken while it held nothing and waited for nothing else:
-/// record 0, which a guard's drop may forget just after the unlock
-/// ([`first_hold_ends`]; the module's doc says why that is safe). Never a
-/// wait queue's own lock, which its thread may release inside a wait
-/// (`recorder::Class` role `InnerLock`).
-pub(crate) const FIRST_HOLD: u32 = UNTRACKED - 1;
-
-/// The table's index of the hold `ix` names.
-#[inline(always)]
-fn index(ix: u32) -> u32 {
-    match ix {
-        FIRST_HOLD => 0,
-        ix => ix,
-    }
-}
-
 /// The hold at `ix` is about to be released.
 #[inline(always)]
 pub(crate) fn hold_ends(ix: u32) {
     if ix != UNTRACKED {
-        hold_ends_tracked(index(ix));
+        hold_ends_tracked(ix);
     }
 }
 
-/// A [`FIRST_HOLD`]'s lock was just unlocked: its record is forgotten, in
-/// one store when it is still the thread's only hold (the common case),
-/// else by a call.
 #[inline(always)]
-pub(crate) fn first_hold_ends() {
-    if thread::registered_slot(|s| s.table.release_lone(0)) == Some(false) {
-        hold_ends_tracked(0);
-    }
-}
-
-#[inline(never)]
 fn hold_ends_tracked(ix: u32) {
     thread::with_slot(|s| s.table.release(ix));
 }
@@ -277,7 +226,7 @@ fn hold_ends_tracked(ix: u32) {
 /// (`meter::hold`).
 #[inline(always)]
 pub(crate) fn hold_ends_if_lone(ix: u32) -> bool {
-    ix == UNTRACKED || thread::registered_slot(|s| s.table.release_lone(index(ix))).unwrap_or(false)
+    ix == UNTRACKED || thread::registered_slot(|s| s.table.release_lone(ix)).unwrap_or(false)
 }
 
 /// The thread is about to block waiting for `lock`.
@@ -296,28 +245,19 @@ pub(crate) fn wait_ends() {
     thread::with_slot(|s| s.table.wait_over());
 }
 
-/// The wait ended with the lock taken after `wait_ns`: like
-/// [`hold_begins`], what [`hold_ends`] forgets; [`FIRST_HOLD`] when the
-/// thread now holds this lock alone and waits on nothing, unless `inner`
-/// (as for [`prepare_hold`]).
+/// The wait ended with the lock taken after `wait_ns`.
 pub(crate) fn wait_ends_held(
     lock: usize,
     entry: *const Entry,
     recorder: *const Recorder,
     wait_ns: u64,
-    inner: bool,
 ) -> u32 {
     thread::with_slot(|s| {
         let r = rec(lock, entry, recorder);
-        let holds = s.table.holds();
-        if holds != 0 && ORDER.load(Relaxed) {
+        if s.table.holds() != 0 && ORDER.load(Relaxed) {
             order::record(s, &r, wait_ns);
         }
-        let alone = holds == 0 && s.table.waits() == 1;
-        match s.table.wait_over_held(r) {
-            0 if alone => first_hold_unless(inner),
-            ix => ix,
-        }
+        s.table.wait_over_held(r)
     })
     .unwrap_or(UNTRACKED)
 }
@@ -336,80 +276,4 @@ pub(crate) fn fill(snap: &mut Snapshot, recorder: *const Recorder) {
     );
     snap.deadlocks = watchdog::deadlocks_of(recorder);
     snap.lock_order = order.unwrap_or_default();
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// This thread's table as a reader sees it.
-    fn mine() -> table::View {
-        thread::with_slot(|s| s.table.read())
-            .flatten()
-            .expect("a quiet table reads")
-    }
-
-    /// Each on a thread of its own, whose table starts empty.
-    fn on_a_new_thread(f: impl FnOnce() + Send + 'static) {
-        std::thread::spawn(f).join().unwrap();
-    }
-
-    /// A first hold written ahead is seen only once counted, is forgotten
-    /// whole after the unlock, and is a [`FIRST_HOLD`] only for a thread
-    /// holding nothing, waiting for nothing, and not for a wait queue's own
-    /// lock.
-    #[test]
-    fn a_first_hold_is_named_so_only_when_nothing_else_is_recorded() {
-        // Records only: no reader looks behind these pointers here.
-        const NONE: (*const Entry, *const Recorder) = (std::ptr::null(), std::ptr::null());
-        on_a_new_thread(|| {
-            let (entry, rec) = NONE;
-            let p = prepare_hold(0x10, entry, rec, false);
-            assert!(mine().held.is_empty(), "written ahead, not yet counted");
-            assert_eq!(hold_prepared(p, 0x10, entry, rec), FIRST_HOLD);
-            assert_eq!(
-                mine().held.iter().map(|r| r.lock).collect::<Vec<_>>(),
-                [0x10]
-            );
-            first_hold_ends();
-            assert!(mine().held.is_empty());
-        });
-        on_a_new_thread(|| {
-            let (entry, rec) = NONE;
-            let p = prepare_hold(0x10, entry, rec, true);
-            let held = hold_prepared(p, 0x10, entry, rec);
-            assert_eq!(held, 0, "a wait queue's own lock is no first hold");
-            hold_ends(held);
-            assert!(mine().held.is_empty());
-        });
-        on_a_new_thread(|| {
-            let (entry, rec) = NONE;
-            let outer = hold_prepared(prepare_hold(0x10, entry, rec, false), 0x10, entry, rec);
-            let inner = hold_prepared(prepare_hold(0x20, entry, rec, false), 0x20, entry, rec);
-            assert_eq!((outer, inner), (FIRST_HOLD, 1), "a nested hold is indexed");
-            // Released out of order: the first hold's record goes after
-            // the unlock, by the nested path.
-            first_hold_ends();
-            assert_eq!(
-                mine().held.iter().map(|r| r.lock).collect::<Vec<_>>(),
-                [0x20]
-            );
-            hold_ends(inner);
-            assert!(mine().held.is_empty());
-        });
-        on_a_new_thread(|| {
-            let (entry, rec) = NONE;
-            wait_begins(0x30, entry, rec);
-            let p = prepare_hold(0x10, entry, rec, false);
-            let held = hold_prepared(p, 0x10, entry, rec);
-            assert_ne!(held, FIRST_HOLD, "taken inside a wait");
-            hold_ends(held);
-            assert_eq!(wait_ends_held(0x30, entry, rec, 0, false), FIRST_HOLD);
-            first_hold_ends();
-            wait_begins(0x30, entry, rec);
-            assert_eq!(wait_ends_held(0x30, entry, rec, 0, true), 0);
-            hold_ends(0);
-            assert!(mine().held.is_empty() && mine().wait.is_none());
-        });
-    }
 }

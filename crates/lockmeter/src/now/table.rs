@@ -232,12 +232,6 @@ impl Table {
         (self.own_state() & COUNT_MASK) as usize
     }
 
-    /// Waits under way, nested ones included (writer side).
-    #[inline(always)]
-    pub fn waits(&self) -> usize {
-        self.waits_len.load(Relaxed)
-    }
-
     /// The held records, for the writer's own use (lock order).
     pub fn held_now(&self) -> impl Iterator<Item = Rec> + '_ {
         self.held[..self.holds()]
@@ -261,14 +255,13 @@ impl Table {
     /// which may run before the lock is even tried: writes `r` as record
     /// 0, which the count (0) leaves out, so no reader sees it until
     /// [`Table::commit_first`] (see the module's doc), and a failed attempt
-    /// needs no undoing. `None`, changing nothing, when holds are recorded
-    /// or a wait is under way (a wait queue's own lock, taken inside the
-    /// wait): then the hold is [`Table::hold`]'s, once the lock is taken.
-    /// So that the record's stores run outside the critical section.
+    /// needs no undoing. `None`, changing nothing, when holds are recorded:
+    /// then the hold is [`Table::hold`]'s, once the lock is taken. So that
+    /// the record's stores run outside the critical section.
     #[inline(always)]
     pub fn prepare_first(&self, r: Rec) -> Option<FirstHold> {
         let s = self.own_state();
-        if s & COUNT_MASK != 0 || self.waits_len.load(Relaxed) != 0 {
+        if s & COUNT_MASK != 0 {
             return None;
         }
         // No odd step (see the module's doc). Release fence: a reader that

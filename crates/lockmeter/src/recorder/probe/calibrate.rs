@@ -238,7 +238,7 @@ fn before_attempt() -> (f64, Option<(*const Recorder, *const Entry)>) {
             // SAFETY: an entry lives as long as this thread's slot for the
             // recorder, which outlives this loop (see `shard`).
             black_box(unsafe { &*e }.sample_uncontended());
-            black_box(crate::now::prepare_hold(raw[0], e, rec, false));
+            black_box(crate::now::prepare_hold(raw[0], e, rec));
             found = Some((rec, e));
         }
     });
@@ -267,7 +267,7 @@ fn while_held(found: Option<(*const Recorder, *const Entry)>) -> f64 {
     let lock = &owner as *const AtomicUsize as usize;
     let me = black_box(lock ^ 1);
     let with_record = timed(|| {
-        let prepared = crate::now::prepare_hold(lock, entry, rec, false);
+        let prepared = crate::now::prepare_hold(lock, entry, rec);
         e.count_nowait();
         if owner.load(Ordering::Relaxed) != me {
             owner.store(me, Ordering::Relaxed);
@@ -281,7 +281,7 @@ fn while_held(found: Option<(*const Recorder, *const Entry)>) -> f64 {
         black_box(blame.load(Ordering::Relaxed));
     });
     let record = timed(|| {
-        black_box(crate::now::prepare_hold(lock, entry, rec, false));
+        black_box(crate::now::prepare_hold(lock, entry, rec));
     });
     (with_record - record).max(0.0)
 }
