@@ -548,7 +548,14 @@ impl Probe {
             }
             meta.owner.store(me, Relaxed);
         }
-        meta.holder.store(site as *const _ as *mut _, Relaxed);
+        // Stored only when it changes: a waiter spinning on the lock's line
+        // takes it shared, and a store in the critical section would then
+        // have to take it back (a site that keeps the lock busy rarely
+        // changes).
+        let site = site as *const _ as *mut _;
+        if meta.holder.load(Relaxed) != site {
+            meta.holder.store(site, Relaxed);
+        }
         let tag = tokens.recorder;
         if meta.seen.load(Relaxed) != tag {
             meta.seen.store(tag, Relaxed);
