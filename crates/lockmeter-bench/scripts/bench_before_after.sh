@@ -15,7 +15,8 @@
 # can move because the unchanged bare code landed elsewhere in one binary).
 # ALSO="dir ..." adds the alternations kept in earlier runs' WORK dirs.
 #
-# Env: ALTS=6 WORK=target/bench-before-after ALSO=""
+# Env: ALTS=6 WORK=target/bench-before-after ALSO="" (ALTS=0 re-reads the
+# alternations WORK holds without running more)
 set -euo pipefail
 ROOT=$(git rev-parse --show-toplevel)
 OLD=${1:?usage: $0 OLD_REV [lockmeter-bench args]}
@@ -37,6 +38,8 @@ cargo build -q --release -p lockmeter-bench --manifest-path "$ROOT/Cargo.toml"
 OLD_BIN=$WORK/target-old/release/lockmeter-bench
 NEW_BIN=${CARGO_TARGET_DIR:-$ROOT/target}/release/lockmeter-bench
 
+# This run's alternations only: a longer earlier run's would be read too.
+if [ "$ALTS" -gt 0 ]; then rm -f "$WORK"/old.*.json "$WORK"/new.*.json; fi
 for i in $(seq 1 "$ALTS"); do
   echo "alternation $i/$ALTS (load $(cut -d' ' -f1 /proc/loadavg))" >&2
   "$OLD_BIN" --json "${ARGS[@]}" >"$WORK/old.$i.json" 2>/dev/null
