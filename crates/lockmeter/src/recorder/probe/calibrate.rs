@@ -121,15 +121,28 @@ pub(super) fn base(global: bool) -> Option<&'static Base> {
     static SCOPED: OnceLock<Option<Base>> = OnceLock::new();
     static GLOBAL: OnceLock<Option<Base>> = OnceLock::new();
     let cell = if global { &GLOBAL } else { &SCOPED };
-    cell.get_or_init(|| {
-        std::thread::Builder::new()
-            .name("lockmeter-calibrate".into())
-            .spawn(move || measure_base(global))
-            .ok()?
-            .join()
-            .ok()
-    })
-    .as_ref()
+    cell.get_or_init(|| on_own_thread(move || measure_base(global)))
+        .as_ref()
+}
+
+/// Runs `f` on a calibration thread of its own and returns what it
+/// returned; `None` if no thread could be started (or it panicked).
+fn on_own_thread<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> Option<R> {
+    std::thread::Builder::new()
+        .name("lockmeter-calibrate".into())
+        .spawn(f)
+        .ok()?
+        .join()
+        .ok()
+}
+
+/// Runs `f` with a private recorder on `clock` ([`private_settings`]) as
+/// the calling thread's scoped dispatcher, and gives `f` that recorder.
+fn with_private_recorder<R>(clock: quanta::Clock, f: impl FnOnce(&Recorder) -> R) -> R {
+    let recorder = Arc::new(Recorder::new(private_settings(clock)));
+    let layer = crate::Layer::with_recorder(recorder.clone());
+    let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(layer));
+    tracing::dispatcher::with_default(&dispatch, || f(&recorder))
 }
 
 /// The settings of the private recorder: `clock`, holds never sampled
@@ -152,10 +165,7 @@ fn measure_base(global: bool) -> Base {
     let (kinds, outside_ns, inside_ns) = if global {
         measure()
     } else {
-        let recorder = Arc::new(Recorder::new(private_settings(quanta::Clock::new())));
-        let layer = crate::Layer::with_recorder(recorder);
-        let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(layer));
-        tracing::dispatcher::with_default(&dispatch, measure)
+        with_private_recorder(quanta::Clock::new(), |_| measure())
     };
     Base {
         took_ns: started.elapsed().as_nanos() as u64,
@@ -369,32 +379,24 @@ pub(super) fn costs_for(rec: &Recorder) -> Option<OpCosts> {
 /// `None` if no thread could be started.
 fn timed_hold_in_place(clock: &quanta::Clock) -> Option<f64> {
     let clock = clock.clone();
-    std::thread::Builder::new()
-        .name("lockmeter-calibrate".into())
-        .spawn(move || {
-            let recorder = Arc::new(Recorder::new(private_settings(clock)));
-            let layer = crate::Layer::with_recorder(recorder.clone());
-            let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(layer));
-            tracing::dispatcher::with_default(&dispatch, || {
-                let untimed = crate::Mutex::named("lockmeter.calibration.untimed", 0u64);
-                let timed = crate::Mutex::named(TIMED_CLASS, 0u64);
-                let (untimed, timed) = (black_box(&untimed), black_box(&timed));
-                let untimed_op = || *untimed.lock() += 1;
-                let timed_op = || *timed.lock() += 1;
-                // Each site's entry exists after its first acquisition.
-                untimed_op();
-                timed_op();
-                recorder.for_each_live_entry(|e| {
-                    if e.key().class.name == Some(TIMED_CLASS) {
-                        e.set_sample_every(1);
-                    }
-                });
-                diff(untimed_op, timed_op)
-            })
+    on_own_thread(move || {
+        with_private_recorder(clock, |recorder| {
+            let untimed = crate::Mutex::named("lockmeter.calibration.untimed", 0u64);
+            let timed = crate::Mutex::named(TIMED_CLASS, 0u64);
+            let (untimed, timed) = (black_box(&untimed), black_box(&timed));
+            let untimed_op = || *untimed.lock() += 1;
+            let timed_op = || *timed.lock() += 1;
+            // Each site's entry exists after its first acquisition.
+            untimed_op();
+            timed_op();
+            recorder.for_each_live_entry(|e| {
+                if e.key().class.name == Some(TIMED_CLASS) {
+                    e.set_sample_every(1);
+                }
+            });
+            diff(untimed_op, timed_op)
         })
-        .ok()?
-        .join()
-        .ok()
+    })
 }
 
 /// The class of [`timed_hold_in_place`]'s lock whose every hold is timed.
@@ -404,12 +406,7 @@ const TIMED_CLASS: &str = "lockmeter.calibration.timed";
 /// a new thread, where no scoped dispatcher is in effect.
 fn is_global(rec: &Recorder) -> bool {
     let me = rec as *const Recorder as usize;
-    std::thread::Builder::new()
-        .name("lockmeter-calibrate".into())
-        .spawn(move || recorder::current().map(|r| r as usize) == Some(me))
-        .ok()
-        .and_then(|t| t.join().ok())
-        .unwrap_or(false)
+    on_own_thread(move || recorder::current().map(|r| r as usize) == Some(me)).unwrap_or(false)
 }
 
 /// What the entry's own recording costs, each part as [`OpCosts`] says.
