@@ -97,7 +97,18 @@ impl Mode {
             Mode::Upgradable => Some("upgradable"),
         }
     }
+
+    /// The mode's bits in the third word of a raw site key
+    /// (`meter::Meta::raw_key`): the caller's part of that word, which the
+    /// lock's own part (its role and kind) leaves free.
+    #[inline(always)]
+    pub(crate) const fn key_bits(self) -> usize {
+        (self as usize) << 2
+    }
 }
+
+/// The bits [`Mode::key_bits`] may set.
+pub(crate) const MODE_KEY_BITS: usize = 0b11 << 2;
 
 /// Everything the recorder needs to know about one (class, site, mode).
 #[derive(Debug, Clone, Copy)]

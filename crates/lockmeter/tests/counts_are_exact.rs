@@ -161,3 +161,78 @@ fn nothing_is_recorded_without_a_layer() {
     assert!(handle.snapshot().lock("exact.unobserved").is_none());
     drop(layer);
 }
+
+/// A helper without `#[track_caller]`: every class it locks is taken at
+/// its one line, as in code that wraps its locks (tokio's).
+/// Returns the line it locks at.
+#[inline(never)]
+fn bump_through_helper(m: &Mutex<u64>) -> u32 {
+    let at = line!() + 1;
+    *m.lock() += 1;
+    at
+}
+
+/// An entry is guessed from the call site before the lock is tried and
+/// checked once the lock is held: classes that share a site, one after
+/// the other, alternating, and one met while another thread holds it
+/// (a wrong guess whose attempt failed), each count exactly where they
+/// belong.
+#[test]
+fn classes_taken_at_one_site_each_count_exactly() {
+    let (handle, line) = observe(|| {
+        let a = Arc::new(Mutex::named("exact.shared_site.a", 0u64));
+        let b = Arc::new(Mutex::named("exact.shared_site.b", 0u64));
+        for _ in 0..100 {
+            bump_through_helper(&a); // the site learns `a`
+        }
+        bump_through_helper(&b); // guessed `a`: wrong
+        for _ in 0..50 {
+            bump_through_helper(&a);
+            bump_through_helper(&b);
+        }
+        // A thread whose site knows only `a` meets `b` held by this one:
+        // the wrong guess's attempt fails and the wait counts for `b`.
+        let held = b.lock();
+        let (a2, b2) = (Arc::clone(&a), Arc::clone(&b));
+        let dispatch = tracing::dispatcher::get_default(|d| d.clone());
+        let t = std::thread::spawn(move || {
+            tracing::dispatcher::with_default(&dispatch, || {
+                bump_through_helper(&a2);
+                bump_through_helper(&b2);
+            })
+        });
+        while *a.lock() != 151 {
+            std::thread::yield_now();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+        drop(held);
+        t.join().unwrap();
+        assert_eq!(*b.lock(), 52);
+        bump_through_helper(&a)
+    });
+    let snap = handle.snapshot();
+    let site_of = |id: &str| {
+        let l = lock(&snap, id);
+        let helper = format!("counts_are_exact.rs:{line}:");
+        let at_helper: Vec<_> = l
+            .sites
+            .iter()
+            .filter(|s| s.site.contains(&helper))
+            .collect();
+        assert_eq!(at_helper.len(), 1, "{id}: one helper site");
+        at_helper[0].stats.clone()
+    };
+    let a = site_of("exact.shared_site.a");
+    assert_eq!(a.acquisitions, 100 + 50 + 1 + 1);
+    assert_eq!(a.nowait + a.contended, a.acquisitions);
+    let b = site_of("exact.shared_site.b");
+    assert_eq!(b.acquisitions, 1 + 50 + 1);
+    assert_eq!(b.nowait + b.contended, b.acquisitions);
+    assert!(
+        b.contended >= 1,
+        "the wait behind the held `b` counts: {b:?}"
+    );
+    for s in [&a, &b] {
+        assert_eq!(s.hold_ns.count, s.acquisitions);
+    }
+}

@@ -183,7 +183,7 @@ impl Meta {
             false => self.name_ptr as usize,
             true => self.created_at as *const Location<'static> as usize,
         };
-        let tag = self.tag as usize | (mode as usize) << 2;
+        let tag = self.tag as usize | mode.key_bits();
         [class, site as *const Location<'static> as usize, tag]
     }
 
@@ -301,13 +301,75 @@ impl Probe {
 
     #[inline(always)]
     fn lookup(meta: &Meta, site: &'static Location<'static>, mode: Mode) -> Option<Probe> {
-        let rec = recorder::current()?;
+        Self::lookup_in(recorder::current()?, meta, site, mode)
+    }
+
+    #[inline(always)]
+    fn lookup_in(
+        rec: *const recorder::Recorder,
+        meta: &Meta,
+        site: &'static Location<'static>,
+        mode: Mode,
+    ) -> Option<Probe> {
         let raw = meta.raw_key(site, mode);
         let entry = recorder::shard::entry(rec, raw, move || meta.site_key(site, mode))?;
         Some(Probe {
             entry,
             recorder: rec,
         })
+    }
+
+    /// Like [`Probe::lookup`], before the attempt of a blocking
+    /// acquisition: the entry may be a guess from the call site alone
+    /// (`shard::guess_entry`), to be checked with [`Probe::counts`] once
+    /// the attempt has made the lock's line this thread's.
+    #[inline(always)]
+    fn lookup_ahead(meta: &Meta, site: &'static Location<'static>, mode: Mode) -> Option<Probe> {
+        let rec = recorder::current()?;
+        let at = site as *const Location<'static> as usize;
+        match recorder::shard::guess_entry(rec, at, mode.key_bits()) {
+            Some(entry) => Some(Probe {
+                entry,
+                recorder: rec,
+            }),
+            None => Self::lookup_unguessed(rec, meta, site, mode),
+        }
+    }
+
+    /// [`Probe::lookup_ahead`] without a guess: the look-up that reads the
+    /// lock, out of line (a helper's site, or the first acquisitions).
+    #[inline(never)]
+    fn lookup_unguessed(
+        rec: *const recorder::Recorder,
+        meta: &Meta,
+        site: &'static Location<'static>,
+        mode: Mode,
+    ) -> Option<Probe> {
+        Self::lookup_in(rec, meta, site, mode)
+    }
+
+    /// Whether this probe's entry is the one of `meta` at `site` in
+    /// `mode`.
+    #[inline(always)]
+    fn counts(&self, meta: &Meta, site: &'static Location<'static>, mode: Mode) -> bool {
+        let [class, _, tag] = meta.raw_key(site, mode);
+        self.entry().counts_key(class, tag)
+    }
+
+    /// The probe of an acquisition whose entry [`Probe::lookup_ahead`]
+    /// guessed wrong (another class was last taken at this site): the
+    /// guess's sample given back, the right entry looked up. `None` as
+    /// for [`Probe::lookup`].
+    #[cold]
+    #[inline(never)]
+    fn misguessed(
+        self,
+        meta: &Meta,
+        site: &'static Location<'static>,
+        mode: Mode,
+    ) -> Option<Probe> {
+        self.unsample();
+        Self::lookup(meta, site, mode)
     }
 
     /// The entry this acquisition counts in. Private to the meter: the
@@ -614,7 +676,7 @@ pub(crate) fn acquire<G>(
     wait: impl FnOnce() -> (G, u64, u64),
 ) -> (G, Hold) {
     let probe = match recorder::observing() {
-        true => Probe::lookup(meta, site, mode),
+        true => Probe::lookup_ahead(meta, site, mode),
         false => None,
     };
     let Some(probe) = probe else {
@@ -622,7 +684,21 @@ pub(crate) fn acquire<G>(
     };
     let start = probe.sample();
     let prepared = probe.prepare_hold(meta);
-    if let Some(g) = attempt() {
+    let attempted = attempt();
+    if !probe.counts(meta, site, mode) {
+        // Cold, and kept out of the inline path's values: returning the
+        // guard through memory from a call here made every acquisition,
+        // unobserved too, copy it between stack slots.
+        let Some(probe) = probe.misguessed(meta, site, mode) else {
+            return (attempted.unwrap_or_else(|| wait().0), Hold::none());
+        };
+        if let Some(g) = attempted {
+            return (g, probe.acquired_nowait(meta, site));
+        }
+        let start = probe.sample();
+        return acquire_contended(probe, meta, site, start, wait);
+    }
+    if let Some(g) = attempted {
         return (g, probe.acquired_nowait_at(meta, site, start, prepared));
     }
     // Not unsampled: the acquisition stays in the sample's population

@@ -188,6 +188,12 @@ pub(crate) struct Entry {
     /// hot path reads them with one load instead of a thread-local access
     /// and a load through the recorder.
     tokens: Tokens,
+    /// The class and tag words of the raw key this entry was made for
+    /// (`meter::Meta::raw_key`; the site word is the entry's site), so
+    /// that an entry guessed from its call site alone can be checked
+    /// against the lock ([`Entry::counts_key`]).
+    raw_class: usize,
+    raw_tag: usize,
     clock: quanta::Clock,
     /// Acquisitions waiting or holding at least this long emit a WARN event.
     slow_ns: u64,
@@ -255,6 +261,7 @@ impl Entry {
     /// the recorder with serial `recorder`.
     pub(crate) fn new(
         key: SiteKey,
+        raw: [usize; 3],
         recorder: u32,
         clock: quanta::Clock,
         slow_ns: u64,
@@ -266,6 +273,8 @@ impl Entry {
                 thread: crate::meter::thread_token(),
                 recorder,
             },
+            raw_class: raw[0],
+            raw_tag: raw[2],
             clock,
             slow_ns,
             sample_mask: AtomicU64::new(sample_every.max(1).next_power_of_two() - 1),
@@ -355,9 +364,16 @@ impl Entry {
         self.sample_mask.store(mask, Relaxed);
     }
 
+    /// Whether this entry counts the raw key whose class and tag words
+    /// are `class` and `tag` (at this entry's site).
+    #[inline(always)]
+    pub(crate) fn counts_key(&self, class: usize, tag: usize) -> bool {
+        ((self.raw_class ^ class) | (self.raw_tag ^ tag)) == 0
+    }
+
     /// Takes back [`Entry::sample_uncontended`] for a hold that will not
     /// be timed after all (the attempt failed, or a semaphore `down` keeps
-    /// no guard).
+    /// no guard, or the entry was guessed wrong).
     #[inline]
     pub(crate) fn unsample_uncontended(&self) {
         self.eligible.sub(1);

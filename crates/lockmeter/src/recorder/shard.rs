@@ -9,7 +9,7 @@
 use std::cell::UnsafeCell;
 use std::sync::{Arc, Mutex};
 
-use crate::class::SiteKey;
+use crate::class::{SiteKey, MODE_KEY_BITS};
 
 use super::entry::Entry;
 use super::Recorder;
@@ -78,10 +78,35 @@ impl Index {
         Self::recent_hash(key) & (RECENT - 2)
     }
 
-    /// The bits [`Index::recent_slot`] picks a pair from.
+    /// The bits [`Index::recent_slot`] picks a pair from: the call site
+    /// and the mode only, the parts of a key the caller knows without
+    /// reading the lock, so that [`Index::only_at`] finds the same pair.
     #[inline(always)]
     fn recent_hash(key: &[usize; 3]) -> usize {
-        (key[1] >> 3) ^ (key[1] >> 8) ^ key[2]
+        Self::site_hash(key[1], key[2] & MODE_KEY_BITS)
+    }
+
+    #[inline(always)]
+    fn site_hash(site: usize, mode_bits: usize) -> usize {
+        (site >> 3) ^ (site >> 8) ^ mode_bits
+    }
+
+    /// The recent entry at `site` in the mode of `mode_bits`
+    /// ([`Mode::key_bits`](crate::class::Mode::key_bits)), if exactly one
+    /// of its pair is at that site and mode: a guess made without reading
+    /// the lock, which the caller checks against the lock once it holds
+    /// the lock's line (`meter::acquire`, [`Entry::counts_key`]). Two
+    /// classes taken at one site (a helper's lock call) make no guess.
+    #[inline(always)]
+    fn only_at(&self, site: usize, mode_bits: usize) -> Option<*const Entry> {
+        let i = Self::site_hash(site, mode_bits) & (RECENT - 2);
+        let at = |k: &[usize; 3]| ((k[1] ^ site) | ((k[2] & MODE_KEY_BITS) ^ mode_bits)) == 0;
+        let ((a, ea), (b, eb)) = (&self.recent[i], &self.recent[i + 1]);
+        if at(a) {
+            // Only the site, to be quick: another mode at one site is rare.
+            return (b[1] != site).then_some(*ea);
+        }
+        at(b).then_some(*eb)
     }
 
     #[inline]
@@ -217,6 +242,29 @@ pub(crate) fn entry(
     find_entry(slots, recorder, raw, &key())
 }
 
+/// This thread's entry at `site` in the mode of `mode_bits` in the
+/// recorder at `recorder`, guessed from its recent entries without reading
+/// the lock ([`Index::only_at`]); the caller checks it once the attempt
+/// has made the lock's line its own ([`Entry::counts_key`]) and otherwise
+/// looks up with [`entry`]. Reading the lock before its attempt took the
+/// line shared, and the attempt then had to take it back: two transfers of
+/// a contended lock's line instead of one (`docs/performance.md`,
+/// "Session 11").
+#[inline(always)]
+pub(crate) fn guess_entry(
+    recorder: *const Recorder,
+    site: usize,
+    mode_bits: usize,
+) -> Option<*const Entry> {
+    let slots = THREAD.try_with(|t| t.slots.get()).ok()?;
+    // SAFETY: as in `entry`.
+    let slot = unsafe { &*slots }.first()?;
+    if Arc::as_ptr(&slot.recorder) != recorder {
+        return None;
+    }
+    slot.index.only_at(site, mode_bits)
+}
+
 #[inline(never)]
 fn find_entry(
     slots: &mut Vec<Slot>,
@@ -273,6 +321,7 @@ fn new_entry(slot: &mut Slot, raw: [usize; 3], key: &SiteKey) -> Option<*const E
     }
     let entry = Arc::new(Entry::new(
         *key,
+        raw,
         slot.recorder.serial,
         slot.recorder.clock.clone(),
         slot.recorder.slow_ns,
@@ -364,5 +413,30 @@ mod tests {
         assert_eq!(index.get(&a), Some(ea));
         assert_eq!(index.get(&b), Some(eb));
         assert_eq!(index.last_hit(&b), Some(eb));
+    }
+
+    /// A site's entry is guessed when its pair holds that site once, in
+    /// that mode; not when a second class at the same site shares the pair
+    /// (the guess would be wrong for one of them every other time).
+    #[test]
+    fn a_site_is_guessed_only_when_one_class_was_taken_there() {
+        use crate::class::Mode;
+        let site = 0x1000;
+        let class_a = [1, site, Mode::Exclusive.key_bits()];
+        let class_b = [2, site, Mode::Exclusive.key_bits()];
+        let ea = std::ptr::dangling::<Entry>();
+        let eb = ea.wrapping_add(1);
+        let mut index = Index::new();
+        assert_eq!(index.only_at(site, Mode::Exclusive.key_bits()), None);
+        index.remember(class_a, ea);
+        assert_eq!(index.only_at(site, Mode::Exclusive.key_bits()), Some(ea));
+        assert_eq!(index.only_at(site, Mode::Read.key_bits()), None);
+        assert_eq!(index.only_at(site + 8, Mode::Exclusive.key_bits()), None);
+        // The pair of a key depends on its site and mode only.
+        assert_eq!(Index::recent_slot(&class_a), Index::recent_slot(&class_b));
+        index.remember(class_b, eb);
+        assert_eq!(index.only_at(site, Mode::Exclusive.key_bits()), None);
+        assert_eq!(index.last_hit(&class_a), Some(ea));
+        assert_eq!(index.last_hit(&class_b), Some(eb));
     }
 }

@@ -191,7 +191,7 @@ fn fill(rec: &Recorder, shard: &Shard, rng: &mut Rng, entries: usize, unnamed: &
             site,
             mode: rng.pick(&modes),
         };
-        let e = Entry::new(key, rec.serial, rec.clock.clone(), rec.slow_ns, 4);
+        let e = Entry::new(key, [0; 3], rec.serial, rec.clock.clone(), rec.slow_ns, 4);
         for _ in 0..rng.below(100) {
             e.count_nowait();
         }

@@ -427,7 +427,7 @@ fn entry_costs(clock: &quanta::Clock) -> EntryCosts {
         site: Location::caller(),
         mode: Mode::Exclusive,
     };
-    let e = Entry::new(key, 0, clock.clone(), u64::MAX, 1);
+    let e = Entry::new(key, [0; 3], 0, clock.clone(), u64::MAX, 1);
     // A sampled uncontended hold: a clock read before the attempt, one
     // after the unlock, the distribution.
     let hold = timed(|| {
