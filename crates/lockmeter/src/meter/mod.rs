@@ -332,20 +332,29 @@ impl Probe {
                 entry,
                 recorder: rec,
             }),
-            None => Self::lookup_unguessed(rec, meta, site, mode),
+            None => {
+                let entry = Self::unguessed_entry(rec, meta, site, mode);
+                (!entry.is_null()).then_some(Probe {
+                    entry,
+                    recorder: rec,
+                })
+            }
         }
     }
 
     /// [`Probe::lookup_ahead`] without a guess: the look-up that reads the
-    /// lock, out of line (a helper's site, or the first acquisitions).
+    /// lock, out of line (a helper's site, or the first acquisitions); its
+    /// entry, null for none. A pointer rather than an `Option<Probe>`, which
+    /// came back through memory and made the unobserved path store `None`
+    /// to the stack on every acquisition.
     #[inline(never)]
-    fn lookup_unguessed(
+    fn unguessed_entry(
         rec: *const recorder::Recorder,
         meta: &Meta,
         site: &'static Location<'static>,
         mode: Mode,
-    ) -> Option<Probe> {
-        Self::lookup_in(rec, meta, site, mode)
+    ) -> *const Entry {
+        Self::lookup_in(rec, meta, site, mode).map_or(std::ptr::null(), |p| p.entry)
     }
 
     /// Whether this probe's entry is the one of `meta` at `site` in
@@ -356,10 +365,12 @@ impl Probe {
         self.entry().counts_key(class, tag)
     }
 
-    /// The probe of an acquisition whose entry [`Probe::lookup_ahead`]
-    /// guessed wrong (another class was last taken at this site): the
-    /// guess's sample given back, the right entry looked up. `None` as
-    /// for [`Probe::lookup`].
+    /// An acquisition whose entry [`Probe::lookup_ahead`] guessed wrong
+    /// (another class was last taken at this site), its attempt made: the
+    /// guess's sample given back, and the right entry's probe, sample and
+    /// prepared hold, as [`acquire`] made them for the guess (here after
+    /// the attempt: inside the critical section if it succeeded). `None`
+    /// as for [`Probe::lookup`].
     #[cold]
     #[inline(never)]
     fn misguessed(
@@ -367,9 +378,12 @@ impl Probe {
         meta: &Meta,
         site: &'static Location<'static>,
         mode: Mode,
-    ) -> Option<Probe> {
+    ) -> Option<(Probe, Option<u64>, now::Prepared)> {
         self.unsample();
-        Self::lookup(meta, site, mode)
+        let probe = Self::lookup(meta, site, mode)?;
+        let start = probe.sample();
+        let prepared = probe.prepare_hold(meta);
+        Some((probe, start, prepared))
     }
 
     /// The entry this acquisition counts in. Private to the meter: the
@@ -685,19 +699,15 @@ pub(crate) fn acquire<G>(
     let start = probe.sample();
     let prepared = probe.prepare_hold(meta);
     let attempted = attempt();
-    if !probe.counts(meta, site, mode) {
-        // Cold, and kept out of the inline path's values: returning the
-        // guard through memory from a call here made every acquisition,
-        // unobserved too, copy it between stack slots.
-        let Some(probe) = probe.misguessed(meta, site, mode) else {
-            return (attempted.unwrap_or_else(|| wait().0), Hold::none());
-        };
-        if let Some(g) = attempted {
-            return (g, probe.acquired_nowait(meta, site));
-        }
-        let start = probe.sample();
-        return acquire_contended(probe, meta, site, start, wait);
-    }
+    let (probe, start, prepared) = match probe.counts(meta, site, mode) {
+        true => (probe, start, prepared),
+        // Cold; the guard stays out of it (a call returning the guard
+        // made every acquisition, unobserved too, copy it through memory).
+        false => match probe.misguessed(meta, site, mode) {
+            Some(fixed) => fixed,
+            None => return (attempted.unwrap_or_else(plain), Hold::none()),
+        },
+    };
     if let Some(g) = attempted {
         return (g, probe.acquired_nowait_at(meta, site, start, prepared));
     }
