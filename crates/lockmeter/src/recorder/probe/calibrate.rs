@@ -224,18 +224,28 @@ impl BareSpin {
 }
 
 /// What an observed acquisition does before its attempt, timed alone:
-/// the `observing()` test, the recorder lookup, the thread's entry, the
-/// sampling counter, the held-lock record written ahead (`meter::acquire`
-/// up to `attempt`); and that entry.
+/// the `observing()` test, the recorder lookup, the thread's entry guessed
+/// from its site, the sampling counter, the held-lock record written ahead
+/// (`meter::acquire` up to `attempt`); and that entry.
 fn before_attempt() -> (f64, Option<(*const Recorder, *const Entry)>) {
-    static SITE: u8 = 0;
-    let raw = [&SITE as *const u8 as usize, 1, 2];
+    static CLASS: u8 = 0;
+    let site = Location::caller();
+    let mode = Mode::Exclusive.key_bits();
+    let raw = [
+        &CLASS as *const u8 as usize,
+        site as *const _ as usize,
+        mode,
+    ];
     let key = || SiteKey {
         class: Class::new(Some("lockmeter.calibration.lookup"), Location::caller()),
         kind: LockKind::Mutex,
-        site: Location::caller(),
+        site,
         mode: Mode::Exclusive,
     };
+    // Made and remembered once, so that the timed guess finds it.
+    if let Some(rec) = recorder::current() {
+        recorder::shard::entry(rec, raw, key);
+    }
     let mut found = None;
     let ns = timed(|| {
         if !recorder::observing() {
@@ -244,7 +254,8 @@ fn before_attempt() -> (f64, Option<(*const Recorder, *const Entry)>) {
         let Some(rec) = recorder::current() else {
             return;
         };
-        if let Some(e) = recorder::shard::entry(rec, black_box(raw), key) {
+        let guess = recorder::shard::guess_entry(rec, black_box(raw[1]), black_box(mode));
+        if let Some(e) = guess.or_else(|| recorder::shard::entry(rec, raw, key)) {
             // SAFETY: an entry lives as long as this thread's slot for the
             // recorder, which outlives this loop (see `shard`).
             black_box(unsafe { &*e }.sample_uncontended());
@@ -256,7 +267,8 @@ fn before_attempt() -> (f64, Option<(*const Recorder, *const Entry)>) {
 }
 
 /// What an observed acquisition does while it holds the lock, timed
-/// alone on `found`'s entry: NOWAIT, the owner, holder and instance notes
+/// alone on `found`'s entry: the check of the guessed entry against the
+/// lock's class, NOWAIT, the owner, holder and instance notes
 /// on the lock (`meter::Probe::note_owner`'s loads and stores, on a copy of
 /// those words), the held-lock table's count of the record written ahead
 /// and its release, and the release's look at the blame word. (The record
@@ -276,8 +288,10 @@ fn while_held(found: Option<(*const Recorder, *const Entry)>) -> f64 {
     );
     let lock = &owner as *const AtomicUsize as usize;
     let me = black_box(lock ^ 1);
+    let (class, tag) = (AtomicUsize::new(0), AtomicUsize::new(0));
     let with_record = timed(|| {
         let prepared = crate::now::prepare_hold(lock, entry, rec);
+        black_box(e.counts_key(class.load(Ordering::Relaxed), tag.load(Ordering::Relaxed)));
         e.count_nowait();
         if owner.load(Ordering::Relaxed) != me {
             owner.store(me, Ordering::Relaxed);
