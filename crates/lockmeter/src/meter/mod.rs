@@ -380,7 +380,7 @@ impl Probe {
         mode: Mode,
     ) -> Option<(Probe, Option<u64>, now::Prepared)> {
         self.unsample();
-        let probe = Self::lookup(meta, site, mode)?;
+        let probe = Self::lookup_in(self.recorder, meta, site, mode)?;
         let start = probe.sample();
         let prepared = probe.prepare_hold(meta);
         Some((probe, start, prepared))

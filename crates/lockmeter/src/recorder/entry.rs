@@ -191,7 +191,9 @@ pub(crate) struct Entry {
     /// The class and tag words of the raw key this entry was made for
     /// (`meter::Meta::raw_key`; the site word is the entry's site), so
     /// that an entry guessed from its call site alone can be checked
-    /// against the lock ([`Entry::counts_key`]).
+    /// against the lock ([`Entry::counts_key`]). Kept as words rather than
+    /// derived from `key`, so that the check inside the critical section
+    /// is two loads and a compare.
     raw_class: usize,
     raw_tag: usize,
     clock: quanta::Clock,

@@ -47,7 +47,7 @@ impl Blame {
 
     /// A wait begins at raw clock reading `start`: one compare-exchange,
     /// which for the first waiter in also sets `since`. (A `fetch_add`
-    /// followed by a separate store of `since` lost the store whenever a
+    /// followed by a separate compare-exchange of `since` lost it whenever a
     /// second waiter or a charge moved the word in between: the stretch
     /// then ran from a stale `since`, or from 0, the clock's epoch, and
     /// 8 threads on one Mutex blamed holders for 10^12 s in 2 s of run.)
@@ -79,17 +79,18 @@ impl Blame {
     /// stretch measured backwards wrapped to ~2^56 ticks.
     pub(crate) fn charge(&self, now: u64) -> (u32, u64) {
         let now = stamp(now);
-        let elapsed = |w: u64| now.wrapping_sub(w & SINCE_MASK) & SINCE_MASK;
+        // The stretch up to `now`, or `None` when `now` is older than `since`.
+        let stretch = |w: u64| {
+            let elapsed = now.wrapping_sub(w & SINCE_MASK) & SINCE_MASK;
+            (elapsed <= SINCE_MASK / 2).then_some(elapsed)
+        };
         let before = self
             .0
             .fetch_update(Relaxed, Relaxed, |w| {
-                (elapsed(w) <= SINCE_MASK / 2).then_some((w & !SINCE_MASK) | now)
+                stretch(w).map(|_| (w & !SINCE_MASK) | now)
             })
             .unwrap_or_else(|w| w);
-        let ticks = match elapsed(before) <= SINCE_MASK / 2 {
-            true => elapsed(before) << SHIFT,
-            false => 0,
-        };
+        let ticks = stretch(before).map_or(0, |elapsed| elapsed << SHIFT);
         ((before >> SINCE_BITS) as u32, ticks)
     }
 }
