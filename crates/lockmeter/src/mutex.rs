@@ -470,9 +470,7 @@ impl<R: RawMutex, T: ?Sized> Drop for MeteredMutexGuard<'_, R, T> {
         let raw = unsafe { ManuallyDrop::take(&mut self.raw) };
         // SAFETY: `raw` is the state of this guard's acquisition.
         self.hold
-            .release_blaming(&self.lock.meta, Mode::Exclusive, || unsafe {
-                self.lock.raw.unlock(raw)
-            });
+            .release_blaming(&self.lock.meta, || unsafe { self.lock.raw.unlock(raw) });
     }
 }
 

@@ -289,6 +289,6 @@ pub struct SemaphorePermit<'a> {
 impl Drop for SemaphorePermit<'_> {
     fn drop(&mut self) {
         self.hold
-            .release_blaming(&self.sem.meta, Mode::Exclusive, || self.sem.give_back());
+            .release_blaming(&self.sem.meta, || self.sem.give_back());
     }
 }

@@ -4,7 +4,8 @@
 //! holders together cannot have caused more waiting than the waiters did.
 //! (A first waiter whose start was lost, or a charge read before a wait
 //! began, once made the estimate run from the clock's epoch: 10^8 s and
-//! more in a one-second run.)
+//! more in a one-second run.) Nor can they be blamed for next to nothing:
+//! only the sampled holds are charged, each for the holds it stands for.
 
 mod common;
 
@@ -52,5 +53,13 @@ fn holders_are_never_blamed_for_more_waiting_than_there_was() {
     assert!(
         blamed_ns <= bound,
         "holders blamed for {blamed_ns:.0} ns of waiting; the waiters waited {waited_ns:.0} ns"
+    );
+    // Nearly all of this waiting is covered by holds (the lock changes
+    // hands every few nanoseconds); what is not is the hand-offs' gaps.
+    // Runs gave 0.5–0.85 of the waiting; a sampled hold charged as one
+    // hold, not as the 64 it stands for, gave 0.02–0.05.
+    assert!(
+        blamed_ns >= 0.1 * waited_ns,
+        "holders blamed for only {blamed_ns:.0} ns of waiting; the waiters waited {waited_ns:.0} ns"
     );
 }

@@ -3,10 +3,8 @@
 use std::marker::PhantomData;
 use std::mem::MaybeUninit;
 use std::panic::Location;
-use std::sync::atomic::Ordering::Relaxed;
 
-use super::{blame_holder, Meta};
-use crate::class::Mode;
+use super::{blame_hold, Meta};
 use crate::now;
 use crate::recorder::entry::Entry;
 use crate::slow;
@@ -69,8 +67,10 @@ struct Timed {
 enum Timing {
     /// Unobserved: releasing it records nothing.
     Untimed,
-    /// Observed, an uncontended acquisition outside the sample: releasing
-    /// it only checks whether anyone waits, to blame this hold's stack.
+    /// Observed, an uncontended acquisition outside the sample (or a
+    /// contended one the sample left untimed): releasing it ends its
+    /// record in `now` and nothing else. Its share of holder blame is
+    /// charged to the sampled holds (`stacks::blame`).
     Observed,
     /// An uncontended acquisition timed as one of a sample.
     Sampled,
@@ -197,9 +197,9 @@ impl Hold {
         }
     }
 
-    /// Runs `unlock` and records the hold time if the hold is timed. An
-    /// observed hold of `meta` (in `mode`) that others wait for has its
-    /// stack blamed for their wait (see `stacks::blame`).
+    /// Runs `unlock` and records the hold time if the hold is timed. A
+    /// timed hold of `meta` that others wait for has its stack blamed for
+    /// their wait (see `stacks::blame`).
     ///
     /// The unobserved case is tested first and alone, so that a guard's
     /// drop inlines to the bare unlock plus one compare; everything an
@@ -207,18 +207,13 @@ impl Hold {
     /// the guard's drop too large to inline and the bare path paid for a
     /// call and a guard spilled to memory).
     #[inline(always)]
-    pub(crate) fn release_blaming(&self, meta: &Meta, mode: Mode, unlock: impl FnOnce()) {
+    pub(crate) fn release_blaming(&self, meta: &Meta, unlock: impl FnOnce()) {
         match self.timing {
             Timing::Untimed => unlock(),
-            // Whether anyone waits is read inside the out-of-line
-            // release: read here, inline, it kept the lock's `Meta` and
-            // the mode live in the caller's loop (callgrind: 2-7 more
-            // instructions per observed lock+unlock, 48 against 41 for
-            // the unobserved sync::Mutex, whose drop it kept from folding).
-            Timing::Observed => release_observed(self.held, meta, mode, unlock),
+            Timing::Observed => release_observed(self.held, unlock),
             // A copy, so that the guard's own hold never has its address
             // taken (which would keep it in memory on every path).
-            _ => Hold::release_timed(*self, meta, mode, unlock),
+            _ => Hold::release_timed(*self, meta, unlock),
         }
     }
 
@@ -249,28 +244,22 @@ impl Hold {
     /// critical section. Out of line: one acquisition in `sample_every`,
     /// and every contended one, comes here.
     #[inline(never)]
-    fn release_timed(self, meta: &Meta, mode: Mode, unlock: impl FnOnce()) {
+    fn release_timed(self, meta: &Meta, unlock: impl FnOnce()) {
         now::hold_ends(self.held);
-        let blame = meta
-            .blame
-            .anyone_waiting()
-            .then(|| (meta, meta.holder.load(Relaxed), mode));
+        let blame = meta.blame.anyone_waiting().then_some(meta);
         self.release_timed_as(blame, unlock);
     }
 
-    /// [`Hold::release_timed`], blaming the holder afterwards when `blame`
-    /// says whom (the lock, the holder's site, the mode).
+    /// [`Hold::release_timed`], blaming this hold afterwards for the
+    /// waiting on `blame`'s lock when given.
     #[inline]
-    fn release_timed_as(
-        &self,
-        blame: Option<(&Meta, *mut Location<'static>, Mode)>,
-        unlock: impl FnOnce(),
-    ) {
+    fn release_timed_as(&self, blame: Option<&Meta>, unlock: impl FnOnce()) {
         let Some((e, t)) = self.timed() else {
             return unlock();
         };
         unlock();
-        let hold_ns = e.clock().delta_as_nanos(t.start, e.clock().raw());
+        let end = e.clock().raw();
+        let hold_ns = e.clock().delta_as_nanos(t.start, end);
         let wait_ns = match self.timing {
             Timing::Contended => {
                 e.end_contended_hold(Some(hold_ns), t.wait_ns, t.behind);
@@ -288,8 +277,14 @@ impl Hold {
                 0
             }
         };
-        if let Some((meta, site, mode)) = blame {
-            blame_holder(meta, site, mode);
+        if let Some(meta) = blame {
+            // A forced hold is always timed; a sampled one stands for
+            // every hold of the sample's population.
+            let stands_for = match self.timing {
+                Timing::Contended => 1,
+                _ => e.sample_every(),
+            };
+            blame_hold(meta, e, (t.start, end), stands_for);
         }
         if e.is_slow(wait_ns, hold_ns) {
             slow::report(e, wait_ns, hold_ns);
@@ -297,20 +292,16 @@ impl Hold {
     }
 }
 
-/// The release of an observed hold that is not timed; one that others
-/// wait for goes on to blame its holder. Out of line and given scalars and
-/// references only, so that the unobserved drop stays small enough to
+/// The release of an observed hold that is not timed. Out of line and
+/// given scalars only, so that the unobserved drop stays small enough to
 /// inline and keeps the guard in registers.
 ///
-/// Its common case, the thread's only hold and no waiter, calls nothing
-/// but the unlock, last: every other case is a call in tail position, so
-/// the function saves no registers on the stack, stores that would lengthen
-/// the critical section (`docs/performance.md`, "Session 9").
+/// Its common case, the thread's only hold, calls nothing but the unlock,
+/// last: the other case is a call in tail position, so the function saves
+/// no registers on the stack, stores that would lengthen the critical
+/// section (`docs/performance.md`, "Session 9").
 #[inline(never)]
-fn release_observed(held: u32, meta: &Meta, mode: Mode, unlock: impl FnOnce()) {
-    if meta.blame.anyone_waiting() {
-        return release_observed_blaming(held, meta, mode, unlock);
-    }
+fn release_observed(held: u32, unlock: impl FnOnce()) {
     if now::hold_ends_if_lone(held) {
         return unlock();
     }
@@ -324,15 +315,4 @@ fn release_observed(held: u32, meta: &Meta, mode: Mode, unlock: impl FnOnce()) {
 fn release_observed_nested(held: u32, unlock: impl FnOnce()) {
     now::hold_ends(held);
     unlock()
-}
-
-/// [`release_observed`] of a hold others wait for: the holder's stack is
-/// blamed for their wait (see `stacks::blame`).
-#[cold]
-#[inline(never)]
-fn release_observed_blaming(held: u32, meta: &Meta, mode: Mode, unlock: impl FnOnce()) {
-    now::hold_ends(held);
-    let site = meta.holder.load(Relaxed);
-    unlock();
-    blame_holder(meta, site, mode);
 }

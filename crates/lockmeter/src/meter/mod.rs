@@ -640,34 +640,34 @@ impl Probe {
     }
 }
 
-/// Charges the waiting a released hold caused to the releasing thread's
-/// stack, in its entry for (this lock, the holder's `site`, `mode`). The
-/// entry is looked up only when the stack is to be captured.
+/// Charges the waiting a timed hold of `meta` caused, from `start` to
+/// `end` (raw readings), to the releasing thread's stack in the hold's
+/// entry `e`. The hold stands for `stands_for` holds (the hold sample's
+/// rate, or 1 for one whose timing was forced), so a stack drawn for it is
+/// weighted by that too: the holder side stays an unbiased estimate of the
+/// waiting every hold caused (`stacks::blame`).
 #[cold]
 #[inline(never)]
-pub(super) fn blame_holder(meta: &Meta, site: *mut Location<'static>, mode: Mode) {
+pub(super) fn blame_hold(meta: &Meta, e: &Entry, (start, end): (u64, u64), stands_for: u64) {
     let Some(rec) = recorder::current() else {
         return;
     };
     // SAFETY: the recorder of the subscriber in effect outlives this call.
     let rec = unsafe { &*rec };
-    if rec.stacks.rate_ns == 0 || site.is_null() {
+    if rec.stacks.rate_ns == 0 {
         return;
     }
-    let (waiters, ticks) = meta.blame.charge(rec.clock.raw());
+    let (waiters, ticks) = meta.blame.charge(start, end);
     // Each counted waiter stands for `BLAME_EVERY` waits.
     let blamed = rec
         .clock
         .delta_as_nanos(0, ticks)
         .saturating_mul(u64::from(waiters.max(1)) * crate::stacks::BLAME_EVERY);
-    let Some(weight) = crate::stacks::weight_of(rec.stacks.rate_ns, blamed) else {
+    let drawn_as = blamed.saturating_mul(stands_for);
+    let Some(weight) = crate::stacks::weight_of(rec.stacks.rate_ns, drawn_as) else {
         return;
     };
-    // SAFETY: only `&'static Location` addresses are stored in `holder`.
-    let site: &'static Location<'static> = unsafe { &*site };
-    if let Some(probe) = Probe::lookup(meta, site, mode) {
-        stack_hooks::holder(rec, probe.entry(), weight, blamed);
-    }
+    stack_hooks::holder(rec, e, weight * stands_for as f64, blamed);
 }
 
 /// A blocking acquisition: records it when observed, otherwise runs `plain`.

@@ -356,6 +356,12 @@ impl Entry {
         seen & self.sample_mask.load(Relaxed) == 0
     }
 
+    /// How many acquisitions one timed by the sample stands for.
+    #[inline]
+    pub(crate) fn sample_every(&self) -> u64 {
+        self.sample_mask.load(Relaxed).saturating_add(1)
+    }
+
     /// Times one uncontended hold in `every` (rounded up to a power of
     /// two) from now on; the overhead budget's only write to an entry.
     pub(crate) fn set_sample_every(&self, every: u64) {
@@ -492,7 +498,7 @@ impl Entry {
             None => self.unsample_uncontended(),
         }
         self.wait_sampled.record(wait_ns);
-        let every = self.sample_mask.load(Relaxed).saturating_add(1);
+        let every = self.sample_every();
         // The acquisition itself is charged once; its time for `every`.
         self.record_holder(behind, wait_ns.saturating_mul(every));
         self.outstanding.sub(1);

@@ -518,13 +518,13 @@ impl<'a, R: RawRwLock, T: ?Sized> MeteredMappedReadGuard<'a, R, T> {
 
 /// `Deref` (and, for `mut`, `DerefMut`) to the data at the pointer `$data`
 /// computes from the guard `$g`, and a `Drop` that ends the hold and
-/// releases with `$unlock` on the raw lock `$raw_lock` (blaming the mode
-/// `$blame` for a slow hold, where given). The drop stays `#[inline]`: it
-/// is the release path.
+/// releases with `$unlock` on the raw lock `$raw_lock` (where `blaming`
+/// is given, a timed hold others waited for is blamed for their wait:
+/// `stacks::blame`). The drop stays `#[inline]`: it is the release path.
 macro_rules! guard_access {
     ($(
         $guard:ident<R: $bound:ident> $($mut:ident)?: |$g:ident| $data:expr,
-        $raw_lock:expr, $unlock:ident $(, blame $blame:expr)?;
+        $raw_lock:expr, $unlock:ident $(, $blaming:ident)?;
     )*) => {$(
         impl<R: $bound, T: ?Sized> Deref for $guard<'_, R, T> {
             type Target = T;
@@ -548,7 +548,7 @@ macro_rules! guard_access {
                 // SAFETY: `raw` is the state of this guard's acquisition,
                 // in the mode `$unlock` releases.
                 let unlock = || unsafe { lock.$unlock(raw) };
-                guard_access!(@release self, unlock $(, $blame)?);
+                guard_access!(@release self, unlock $(, $blaming)?);
             }
         }
     )*};
@@ -561,8 +561,8 @@ macro_rules! guard_access {
             }
         }
     };
-    (@release $s:ident, $unlock:ident, $blame:expr) => {
-        $s.hold.release_blaming(&$s.lock.meta, $blame, $unlock)
+    (@release $s:ident, $unlock:ident, blaming) => {
+        $s.hold.release_blaming(&$s.lock.meta, $unlock)
     };
     (@release $s:ident, $unlock:ident) => {
         $s.hold.release($unlock)
@@ -571,9 +571,9 @@ macro_rules! guard_access {
 
 guard_access! {
     MeteredReadGuard<R: RawRwLock>: |g| g.lock.data.get(),
-        &g.lock.raw, unlock_shared, blame Mode::Read;
+        &g.lock.raw, unlock_shared, blaming;
     MeteredWriteGuard<R: RawRwLock> mut: |g| g.lock.data.get(),
-        &g.lock.raw, unlock_exclusive, blame Mode::Write;
+        &g.lock.raw, unlock_exclusive, blaming;
     MeteredUpgradableReadGuard<R: RawRwLockUpgrade>: |g| g.lock.data.get(),
         &g.lock.raw, unlock_upgradable;
     MeteredMappedReadGuard<R: RawRwLock>: |g| g.data, g.lock, unlock_shared;

@@ -3,14 +3,21 @@
 //!
 //! A waiter (observed, stacks on, one in `BLAME_EVERY`, which then stands
 //! for that many) counts itself in when its wait begins and out when it
-//! ends; the first one in also sets `since`. A holder
-//! reads the word once, just before its unlock, while it still holds the
-//! lock (one load of a line it owns: the only cost on the uncontended
-//! path). If anyone waits, it is charged, after the unlock, with
-//! `waiters × (now − since)` and moves `since` to now, so that each
-//! stretch of waiting is charged to the hold that covered it. With one
-//! waiter that is exactly the wait; with several, waiter-seconds as the
-//! count stood at the release.
+//! ends; the first one in also sets `since`. A *timed* holder (one in the
+//! hold sample, or a contended one whose timing was forced) reads the word
+//! once, just before its unlock, while it still holds the lock (one load of
+//! a line it owns). If anyone waits, it is charged, after the unlock, with
+//! `waiters × (end − max(since, its start))` and moves `since` to its end,
+//! so that each stretch of waiting is charged to the hold that covered it.
+//! With one waiter that is exactly the wait; with several, waiter-seconds
+//! as the count stood at the release.
+//!
+//! Untimed holds are not charged: the sampled ones stand for them (the
+//! meter weighs each charge by the hold sample's rate). Charging every
+//! release that anyone waited for cost a clock read, a read-modify-write
+//! of the lock's line just after its unlock (the line the next holder is
+//! taking) and a recorder lookup, on most releases of a lock that many
+//! threads wait for: `docs/performance.md`, "Session 12".
 //!
 //! One word, so that every lock grows by 8 bytes only:
 //!
@@ -71,23 +78,27 @@ impl Blame {
         self.0.load(Relaxed) >= ONE_WAITER
     }
 
-    /// The waiting to charge to a hold released at raw reading `now`, as
-    /// (waiters, raw ticks of the stretch), moving the start to `now`.
+    /// The waiting to charge to a hold that began at raw reading `start`
+    /// and was released at `end`, as (waiters, raw ticks of the stretch),
+    /// moving `since` to `end`. The stretch begins at `since` or at
+    /// `start`, whichever is later: a hold is charged only for waiting it
+    /// covered, and overlapping read holds split a writer's wait.
     ///
     /// A reading older than `since` (a waiter that began after the holder
     /// read the clock) charges nothing and leaves `since` where it is: a
     /// stretch measured backwards wrapped to ~2^56 ticks.
-    pub(crate) fn charge(&self, now: u64) -> (u32, u64) {
-        let now = stamp(now);
-        // The stretch up to `now`, or `None` when `now` is older than `since`.
+    pub(crate) fn charge(&self, start: u64, end: u64) -> (u32, u64) {
+        let (start, end) = (stamp(start), stamp(end));
+        let held = end.wrapping_sub(start) & SINCE_MASK;
+        // The stretch up to `end`, or `None` when `end` is older than `since`.
         let stretch = |w: u64| {
-            let elapsed = now.wrapping_sub(w & SINCE_MASK) & SINCE_MASK;
-            (elapsed <= SINCE_MASK / 2).then_some(elapsed)
+            let elapsed = end.wrapping_sub(w & SINCE_MASK) & SINCE_MASK;
+            (elapsed <= SINCE_MASK / 2).then_some(elapsed.min(held))
         };
         let before = self
             .0
             .fetch_update(Relaxed, Relaxed, |w| {
-                stretch(w).map(|_| (w & !SINCE_MASK) | now)
+                stretch(w).map(|_| (w & !SINCE_MASK) | end)
             })
             .unwrap_or_else(|w| w);
         let ticks = stretch(before).map_or(0, |elapsed| elapsed << SHIFT);
@@ -106,9 +117,9 @@ mod tests {
         b.begin_wait(100 << 8);
         b.begin_wait(150 << 8);
         assert!(b.anyone_waiting());
-        assert_eq!(b.charge(200 << 8), (2, 100 << 8));
+        assert_eq!(b.charge(0, 200 << 8), (2, 100 << 8));
         b.end_wait();
-        assert_eq!(b.charge(260 << 8), (1, 60 << 8));
+        assert_eq!(b.charge(0, 260 << 8), (1, 60 << 8));
         b.end_wait();
         assert!(!b.anyone_waiting());
     }
@@ -120,8 +131,8 @@ mod tests {
     fn a_charge_read_before_the_wait_began_charges_nothing() {
         let b = Blame::new();
         b.begin_wait(500 << 8);
-        assert_eq!(b.charge(400 << 8), (1, 0));
-        assert_eq!(b.charge(700 << 8), (1, 200 << 8));
+        assert_eq!(b.charge(0, 400 << 8), (1, 0));
+        assert_eq!(b.charge(0, 700 << 8), (1, 200 << 8));
     }
 
     /// The first waiter in starts the stretch even after the word has
@@ -130,11 +141,11 @@ mod tests {
     fn the_first_waiter_in_always_starts_the_stretch() {
         let b = Blame::new();
         b.begin_wait(100 << 8);
-        b.charge(150 << 8);
+        b.charge(0, 150 << 8);
         b.end_wait();
         b.begin_wait(1000 << 8);
         b.begin_wait(1010 << 8);
-        assert_eq!(b.charge(1100 << 8), (2, 100 << 8));
+        assert_eq!(b.charge(0, 1100 << 8), (2, 100 << 8));
     }
 
     #[test]
@@ -142,6 +153,17 @@ mod tests {
         let b = Blame::new();
         let start = ((1u64 << 48) - 10) << 8;
         b.begin_wait(start);
-        assert_eq!(b.charge(start + (30 << 8)), (1, 30 << 8));
+        assert_eq!(b.charge(start - (5 << 8), start + (30 << 8)), (1, 30 << 8));
+    }
+
+    /// A hold that began after the wait did is charged from its own start
+    /// only: the waiting before it was another hold's doing.
+    #[test]
+    fn a_hold_is_charged_from_its_own_start_at_the_earliest() {
+        let b = Blame::new();
+        b.begin_wait(100 << 8);
+        assert_eq!(b.charge(160 << 8, 200 << 8), (1, 40 << 8));
+        // Two read holds overlapping the same wait split it.
+        assert_eq!(b.charge(190 << 8, 230 << 8), (1, 30 << 8));
     }
 }

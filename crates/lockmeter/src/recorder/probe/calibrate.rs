@@ -271,7 +271,7 @@ fn before_attempt() -> (f64, Option<(*const Recorder, *const Entry)>) {
 /// lock's class, NOWAIT, the owner, holder and instance notes
 /// on the lock (`meter::Probe::note_owner`'s loads and stores, on a copy of
 /// those words), the held-lock table's count of the record written ahead
-/// and its release, and the release's look at the blame word. (The record
+/// and its release. (The record
 /// written ahead is timed with it and then taken out: it is
 /// [`before_attempt`]'s.)
 fn while_held(found: Option<(*const Recorder, *const Entry)>) -> f64 {
@@ -280,12 +280,7 @@ fn while_held(found: Option<(*const Recorder, *const Entry)>) -> f64 {
     };
     // SAFETY: as in `before_attempt`, on the same thread.
     let e = unsafe { &*entry };
-    let (owner, holder, seen, blame) = (
-        AtomicUsize::new(0),
-        AtomicUsize::new(0),
-        AtomicU64::new(0),
-        AtomicU64::new(0),
-    );
+    let (owner, holder, seen) = (AtomicUsize::new(0), AtomicUsize::new(0), AtomicU64::new(0));
     let lock = &owner as *const AtomicUsize as usize;
     let me = black_box(lock ^ 1);
     let (class, tag) = (AtomicUsize::new(0), AtomicUsize::new(0));
@@ -302,7 +297,6 @@ fn while_held(found: Option<(*const Recorder, *const Entry)>) -> f64 {
         }
         let held = crate::now::hold_prepared(prepared, lock, entry, rec);
         crate::now::hold_ends(held);
-        black_box(blame.load(Ordering::Relaxed));
     });
     let record = timed(|| {
         black_box(crate::now::prepare_hold(lock, entry, rec));
