@@ -246,7 +246,7 @@ fn row(
 
 /// The interleaved pair of `bare` and `inst` (each on its own aligned
 /// lines) in one mix: one site, or [`hot_or_cold`].
-fn lock_pair<B: Take, I: Take>(
+pub(crate) fn lock_pair<B: Take, I: Take>(
     cfg: &Config,
     threads: usize,
     work: u64,

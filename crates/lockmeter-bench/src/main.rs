@@ -27,6 +27,7 @@ mod breakdown;
 mod callgrind;
 mod contended;
 mod dropin;
+mod floor;
 mod measure;
 mod memory;
 mod prometheus;
@@ -62,7 +63,8 @@ struct Args {
     #[arg(long)]
     wall_clock: bool,
     /// Run only these steps (comma-separated): unobserved, components,
-    /// stacks, observed, modes, contended, memory, waitqueue, snapshot; with
+    /// stacks, observed, modes, contended, floor, memory, waitqueue,
+    /// snapshot, selfcost; with
     /// --prometheus: observed, contended, trace, scrape; with --callgrind: the
     /// uncontended rows by name (spinlock, mutex, sync_mutex, ...).
     #[arg(long, value_delimiter = ',')]
@@ -177,6 +179,7 @@ fn main() {
         });
         step("modes", &mut || uncontended::mode_rows(&cfg));
         step("contended", &mut || contended::rows(&cfg, &handle));
+        step("floor", &mut || floor::rows(&cfg));
         step("memory", &mut memory::rows);
         step("waitqueue", &mut || waitqueue::rows(&cfg));
         step("snapshot", &mut || snapshot::rows(&cfg));
