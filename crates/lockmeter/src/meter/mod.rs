@@ -65,7 +65,7 @@ pub(crate) struct Meta {
     /// The call site of the current (or last) holder.
     holder: AtomicPtr<Location<'static>>,
     /// Who waits for the lock now, so that a releasing holder can be
-    /// blamed for it (`stacks::blame`); read by every observed release.
+    /// blamed for it (`stacks::blame`); read by every timed release.
     blame: Blame,
     /// The bytes of [`Class::name`], null for an unnamed class.
     name_ptr: *const u8,

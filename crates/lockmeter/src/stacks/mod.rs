@@ -115,9 +115,9 @@ fn random() -> u64 {
 
 /// One contended wait in this many is counted in the lock's blame word
 /// (`blame`), and each counted one stands for this many. Counting costs two
-/// read-modify-writes on the lock's line and makes the next release look
-/// up its recorder; under a lock that changes hands every few nanoseconds
-/// (the bench's `hammer` rows), doing it for every wait halved throughput.
+/// read-modify-writes on the lock's line; under a lock that changes hands
+/// every few nanoseconds (the bench's `hammer` rows), doing it for every
+/// wait halved throughput (when every release it covered was charged too).
 pub(crate) const BLAME_EVERY: u64 = 8;
 
 /// Whether this wait is one of the [`BLAME_EVERY`] counted for blame.
