@@ -10,8 +10,8 @@
 //! (where the counts go). In `hammer` the releasing thread re-takes the
 //! lock before another core's request for the line lands, and any work in
 //! that gap lets the other threads in: the line then moves on most
-//! acquisitions instead of a few. `docs/performance.md`, "The floor under
-//! the hammer rows", reads these rows.
+//! acquisitions instead of a few. `docs/performance.md` ("What misses,
+//! and what it would take", the hammer rows' floor) reads these rows.
 
 use std::cell::Cell;
 
