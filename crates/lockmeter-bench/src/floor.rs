@@ -1,19 +1,26 @@
-//! The floor under the contended `hammer` rows: what the hardware charges
-//! for the least bookkeeping a lock profiler with exact per-thread counts
-//! can do, one thread-local increment per acquisition, with no profiler
-//! at all.
+//! Floors under the rows that miss: what the hardware (and `tracing`)
+//! charge for the least bookkeeping a lock profiler with exact per-thread
+//! counts can do, with no profiler at all.
 //!
-//! Each row runs the bare lock against the same bare lock with one
-//! `thread_local!` counter incremented on every acquisition, either just
-//! before the attempt (in the gap between a thread's unlock and its next
-//! lock, where lockmeter finds its entry) or inside the critical section
-//! (where the counts go). In `hammer` the releasing thread re-takes the
-//! lock before another core's request for the line lands, and any work in
-//! that gap lets the other threads in: the line then moves on most
-//! acquisitions instead of a few. `docs/performance.md` ("What misses,
-//! and what it would take", the hammer rows' floor) reads these rows.
+//! - **Contended `hammer`.** The bare lock against the same bare lock with
+//!   one `thread_local!` counter incremented on every acquisition, either
+//!   just before the attempt (in the gap between a thread's unlock and its
+//!   next lock, where lockmeter finds its entry) or inside the critical
+//!   section (where the counts go). In `hammer` the releasing thread
+//!   re-takes the lock before another core's request for the line lands,
+//!   and any work in that gap lets the other threads in: the line then
+//!   moves on most acquisitions instead of a few.
+//! - **Uncontended observed.** The bare lock, one thread, against the same
+//!   lock with what any `tracing` layer metering it must do first: ask
+//!   tracing for the dispatcher in effect, compare it with a remembered
+//!   one, and count the acquisition at its site.
+//!
+//! `docs/performance.md` ("What misses, and what it would take") reads
+//! these rows.
 
 use std::cell::Cell;
+use std::hint::black_box;
+use std::panic::Location;
 
 use crate::bare::BareSpinLock;
 use crate::contended::{lock_pair, Take};
@@ -58,6 +65,41 @@ macro_rules! counting_take {
 }
 
 counting_take!(parking_lot::Mutex<u64>, BareSpinLock<u64>);
+
+thread_local! {
+    /// The one site a one-entry site cache remembers, and its count: the
+    /// least an exact per-site count can be (a real program's sites need
+    /// a table; this loop has one site, so a compare always hits).
+    static SITE: Cell<(usize, u64)> = const { Cell::new((0, 0)) };
+}
+
+/// The least a `tracing` layer that meters locks does on every observed
+/// acquisition at `site`: ask tracing for the dispatcher in effect on this
+/// thread (the one call that honours scoped dispatchers and a layer's own
+/// callbacks, `tracing::dispatcher::get_default`), compare it with one
+/// remembered address, and count the acquisition in the thread's entry
+/// for the site.
+#[inline(always)]
+fn observe_least(site: &'static Location<'static>, global: usize) {
+    let ours =
+        tracing::dispatcher::get_default(|d| d as *const tracing::Dispatch as usize == global);
+    if ours {
+        let at = site as *const Location<'static> as usize;
+        SITE.with(|c| {
+            let (cached, n) = c.get();
+            c.set(match cached == at {
+                true => (at, n + 1),
+                false => (at, 1),
+            });
+        });
+    }
+}
+
+/// The address of the dispatcher in effect now: the global one, since the
+/// floor step runs after the layer was installed globally.
+fn dispatcher_in_effect() -> usize {
+    tracing::dispatcher::get_default(|d| d as *const tracing::Dispatch as usize)
+}
 
 /// One row: the bare lock against itself with the count `place`d.
 fn row(name: &str, threads: usize, place: &str, pair: crate::measure::Pair) -> Row {
@@ -115,11 +157,66 @@ pub fn rows(cfg: &Config) -> Vec<Row> {
         CountInside(BareSpinLock::new(0)),
     );
     rows.push(row("SpinLock", 2, "inside", p));
+    rows.extend(observed_rows(cfg));
     if let Some(r) = rows.first_mut() {
         r.note = "no profiler in these rows: ratio = bare lock with one thread-local \
                   increment per acquisition / bare lock; the floor under the contended \
                   hammer rows (docs/performance.md)"
             .to_string();
     }
+    rows
+}
+
+/// The floor under the uncontended observed rows: the bare lock, one
+/// thread, against the same lock with [`observe_least`] before each
+/// attempt. `docs/performance.md` ("What misses") reads these rows.
+fn observed_rows(cfg: &Config) -> Vec<Row> {
+    let global = dispatcher_in_effect();
+    let mutex = parking_lot::Mutex::new(0u64);
+    let spin = BareSpinLock::new(0u64);
+    let row = |name: &str, pair| {
+        Row::new(
+            &format!(
+                "floor_{}_uncontended_dispatcher_and_count",
+                name.to_lowercase()
+            ),
+            &format!("floor: bare {name}, uncontended, + tracing get_default and a site count"),
+            Unit::NsPerOp,
+            Goal::Info,
+        )
+        .with_pair(pair)
+    };
+    let m = crate::measure::ns_pair(
+        cfg,
+        |n| {
+            for _ in 0..n {
+                *black_box(&mutex).lock() += 1;
+            }
+        },
+        |n| {
+            for _ in 0..n {
+                observe_least(Location::caller(), global);
+                *black_box(&mutex).lock() += 1;
+            }
+        },
+    );
+    let s = crate::measure::ns_pair(
+        cfg,
+        |n| {
+            for _ in 0..n {
+                *black_box(&spin).lock() += 1;
+            }
+        },
+        |n| {
+            for _ in 0..n {
+                observe_least(Location::caller(), global);
+                *black_box(&spin).lock() += 1;
+            }
+        },
+    );
+    let mut rows = vec![row("Mutex", m), row("SpinLock", s)];
+    rows[0].note = "no profiler: ratio = bare lock with the least an observing tracing layer \
+                    does (get_default, one compare, one per-site count) / bare lock"
+        .to_string();
     rows
 }
