@@ -28,6 +28,7 @@ mod callgrind;
 mod contended;
 mod dropin;
 mod floor;
+mod host;
 mod measure;
 mod memory;
 mod prometheus;

@@ -12,6 +12,8 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
+use crate::host;
+
 /// How long and how often to measure.
 #[derive(Debug, Clone, Copy)]
 pub struct Config {
@@ -100,6 +102,9 @@ pub struct Pair {
     pub ratio: f64,
     /// How far apart the per-repetition ratios are.
     pub spread: Spread,
+    /// Median ns per round of the host probe run after each repetition
+    /// (NaN if none ran): whether the core was shared (see `host`).
+    pub host_probe: f64,
 }
 
 impl Pair {
@@ -112,6 +117,7 @@ impl Pair {
             instrumented: median(instrumented),
             ratio: median(&ratios),
             spread: Spread::of(&ratios),
+            host_probe: f64::NAN,
         }
     }
 }
@@ -203,7 +209,7 @@ pub fn median(xs: &[f64]) -> f64 {
 }
 
 /// Runs `bare` and `instrumented` alternately `reps` times; each returns
-/// one figure (a time or a rate).
+/// one figure (a time or a rate). Each repetition ends with a host probe.
 pub fn interleave(
     reps: usize,
     mut bare: impl FnMut() -> f64,
@@ -211,11 +217,16 @@ pub fn interleave(
 ) -> Pair {
     let mut b = Vec::with_capacity(reps);
     let mut i = Vec::with_capacity(reps);
+    let mut probes = Vec::with_capacity(reps);
     for _ in 0..reps.max(1) {
         b.push(bare());
         i.push(instrumented());
+        probes.push(host::probe());
     }
-    Pair::from_runs(&b, &i)
+    Pair {
+        host_probe: median(&probes),
+        ..Pair::from_runs(&b, &i)
+    }
 }
 
 /// Nanoseconds per operation of `run(n)`, which performs `n` operations,

@@ -5,12 +5,15 @@
 //! when the goal lies inside the interquartile range of the pairwise
 //! ratios (and that range is wider than [`JUDGEABLE_IQR`] of the median),
 //! one half of the pairs says PASS and the other MISS, and the row is
-//! NOISY instead.
+//! NOISY instead. A row that would miss while the host probe says the core
+//! was shared ([`crate::host`]) is SHARED instead: its ratio overstates
+//! lockmeter's cost on a core of its own, so it is not judged either.
 
 use std::fmt::Write as _;
 
 use serde_json::{json, Map, Value};
 
+use crate::host;
 use crate::measure::Spread;
 
 /// An interquartile range narrower than this share of the median is
@@ -100,6 +103,8 @@ pub struct Row {
     pub goal: Goal,
     /// What `bare` and `instrumented` are, when not obvious.
     pub note: String,
+    /// The row's median host probe, ns per round (see [`crate::host`]).
+    pub host_probe: Option<f64>,
 }
 
 /// Whether a row met its goal.
@@ -109,6 +114,9 @@ pub enum Verdict {
     Miss,
     /// The pairwise ratios fall on both sides of the goal: not judged.
     Noisy,
+    /// A miss measured while the host probe ran at least
+    /// [`host::SHARED_CORE`] times slower than its best: not judged.
+    Shared,
     /// No goal.
     None,
 }
@@ -119,6 +127,7 @@ impl Verdict {
             Verdict::Pass => "PASS",
             Verdict::Miss => "MISS",
             Verdict::Noisy => "NOISY",
+            Verdict::Shared => "SHARED",
             Verdict::None => "",
         }
     }
@@ -138,6 +147,7 @@ impl Row {
             median_ci: None,
             goal,
             note: String::new(),
+            host_probe: None,
         }
     }
 
@@ -147,6 +157,7 @@ impl Row {
         self.instrumented = finite(p.instrumented);
         self.ratio = finite(p.ratio);
         self.spread = (p.spread.pairs > 0).then_some(p.spread);
+        self.host_probe = finite(p.host_probe);
         self
     }
 
@@ -156,7 +167,8 @@ impl Row {
         self
     }
 
-    /// Pass, miss or noisy; a row that could not be measured misses its goal.
+    /// Pass, miss, noisy or shared; a row that could not be measured
+    /// misses its goal.
     pub fn verdict(&self) -> Verdict {
         if self.noisy() {
             return Verdict::Noisy;
@@ -166,8 +178,21 @@ impl Row {
             (Goal::RatioAtMost(x), Some(r), _) if r <= x => Verdict::Pass,
             (Goal::RatioAtLeast(x), Some(r), _) if r >= x => Verdict::Pass,
             (Goal::Below(x), _, Some(v)) if v < x => Verdict::Pass,
+            (Goal::RatioAtMost(_) | Goal::RatioAtLeast(_), Some(_), _) if self.shared_core() => {
+                Verdict::Shared
+            }
             _ => Verdict::Miss,
         }
+    }
+
+    /// The row's host factor: its median probe against the run's best.
+    fn host_factor(&self) -> Option<f64> {
+        self.host_probe.and_then(host::factor)
+    }
+
+    /// Whether the host probe says the core was shared during the row.
+    fn shared_core(&self) -> bool {
+        self.host_factor().is_some_and(|f| f >= host::SHARED_CORE)
     }
 
     /// Whether the goal lies inside the interquartile range of the pairwise
@@ -228,13 +253,13 @@ pub fn table(rows: &[Row]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:<width$}  {:>9}  {:>9}  {:>7}  {:>11}  {:>8}  {:>7}  {:<6}  verdict",
-        "row", "bare", "instr", "ratio", "IQR", "+ns/op", "goal", "unit"
+        "{:<width$}  {:>9}  {:>9}  {:>7}  {:>11}  {:>8}  {:>5}  {:>7}  {:<6}  verdict",
+        "row", "bare", "instr", "ratio", "IQR", "+ns/op", "host", "goal", "unit"
     );
     for r in rows {
         let _ = writeln!(
             out,
-            "{:<width$}  {:>9}  {:>9}  {:>7}  {:>11}  {:>8}  {:>7}  {:<6}  {}",
+            "{:<width$}  {:>9}  {:>9}  {:>7}  {:>11}  {:>8}  {:>5}  {:>7}  {:<6}  {}",
             r.label,
             fmt_num(r.bare, r.unit),
             fmt_num(r.instrumented, r.unit),
@@ -244,6 +269,8 @@ pub fn table(rows: &[Row]) -> String {
                 None => fmt_spread(r.spread),
             },
             r.delta().map_or(String::new(), |d| format!("{d:+.2}")),
+            r.host_factor()
+                .map_or("-".to_string(), |f| format!("{f:.2}")),
             r.goal.label(),
             r.unit.label(),
             r.verdict().label(),
@@ -255,13 +282,27 @@ pub fn table(rows: &[Row]) -> String {
         true => "; in rows whose spread ends in \"ci\", inside the 90 % confidence interval of the median",
         false => "",
     };
+    let shared = match count(Verdict::Shared) {
+        0 => String::new(),
+        n => format!(
+            ", {n} missed on a shared core (SHARED: the host probe ran {:.2}x or more \
+             slower than its best during the row, which inflates an instruction-bound \
+             path's cost against a latency-bound bare lock; rerun on a quiet host)",
+            host::SHARED_CORE
+        ),
+    };
     let _ = writeln!(
         out,
         "\n{}/{goals} goals met, {} missed, {} too noisy to judge \
-         (NOISY: the goal lies inside the interquartile range of the pairwise ratios{by_ci}).",
+         (NOISY: the goal lies inside the interquartile range of the pairwise ratios{by_ci}){shared}.",
         count(Verdict::Pass),
         count(Verdict::Miss),
         count(Verdict::Noisy),
+    );
+    let _ = writeln!(
+        out,
+        "host: each row's median probe against the run's fastest ({:.3} ns/round), see `host.rs`.",
+        host::best()
     );
     let notes: Vec<&Row> = rows.iter().filter(|r| !r.note.is_empty()).collect();
     if !notes.is_empty() {
@@ -295,6 +336,7 @@ pub fn json(rows: &[Row]) -> Value {
                 "median_ci": r.median_ci.map(|(lo, hi)| json!([finite(lo), finite(hi)])),
                 "noisy": r.verdict() == Verdict::Noisy,
                 "delta_ns_per_op": r.delta(),
+                "host_factor": r.host_factor(),
                 "goal": r.goal.label(),
                 "verdict": match r.verdict() {
                     Verdict::None => Value::Null,
@@ -418,6 +460,34 @@ mod tests {
         worse.median_ci = Some((1.04, 1.08));
         assert_eq!(worse.verdict(), Verdict::Miss);
         assert_eq!(json(&[worse])["k"]["median_ci"][0], 1.04);
+    }
+
+    #[test]
+    fn a_miss_on_a_shared_core_is_not_judged_but_a_pass_still_passes() {
+        host::probe();
+        // Probes far slower and far faster than any real best, so that
+        // other tests' probes, run meanwhile, cannot change the factors.
+        let (slow, fast) = (Some(1e12), Some(1e-12));
+        let mut miss = row(Goal::RatioAtMost(1.2), Some(1.5), None);
+        miss.host_probe = slow;
+        assert_eq!(miss.verdict(), Verdict::Shared);
+        let mut low = row(Goal::RatioAtLeast(0.6), Some(0.4), None);
+        low.host_probe = slow;
+        assert_eq!(low.verdict(), Verdict::Shared);
+        miss.host_probe = fast;
+        assert_eq!(miss.verdict(), Verdict::Miss);
+        let mut pass = row(Goal::RatioAtMost(1.2), Some(1.1), None);
+        pass.host_probe = slow;
+        assert_eq!(pass.verdict(), Verdict::Pass);
+        // Below goals are not ratios of a bare and an instrumented path.
+        let mut mem = row(Goal::Below(1.5), None, Some(2.0));
+        mem.host_probe = slow;
+        assert_eq!(mem.verdict(), Verdict::Miss);
+        miss.host_probe = slow;
+        let t = table(&[miss.clone(), pass]);
+        assert!(t.contains("SHARED"), "{t}");
+        assert!(t.contains("1 missed on a shared core"), "{t}");
+        assert_eq!(json(&[miss])["k"]["verdict"], "SHARED");
     }
 
     #[test]
