@@ -241,11 +241,11 @@ unsafe impl lock_api::RawCondvar for LoomRawCondvar {
     };
     type RawMutex = LoomRawMutex;
 
-    unsafe fn wait(&self, mutex: &LoomRawMutex, guard: &mut ()) {
+    unsafe fn wait(&self, mutex: &LoomRawMutex, _guard: &mut ()) {
         use lock_api::RawMutex;
         self.asleep().fetch_add(1, Ordering::AcqRel);
-        // SAFETY: the caller holds `mutex`, with the state `guard`.
-        unsafe { mutex.unlock(*guard) };
+        // SAFETY: the caller holds `mutex`, whose guard state is `()`.
+        unsafe { mutex.unlock(()) };
         while self
             .tickets()
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
