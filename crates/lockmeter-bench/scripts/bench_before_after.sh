@@ -15,6 +15,12 @@
 # can move because the unchanged bare code landed elsewhere in one binary).
 # ALSO="dir ..." adds the alternations kept in earlier runs' WORK dirs.
 #
+# Alternations in which either side's host probe (`host_probe_ns`, see
+# src/host.rs) ran 1.15x or more slower than the fastest probe of any
+# process compared for that row were measured on a shared core and are
+# left out of the row's quotients, as long as 3 or more are left ("quiet"
+# column); with fewer, all are used and the row is marked SHARED.
+#
 # Env: ALTS=6 WORK=target/bench-before-after ALSO="" (ALTS=0 re-reads the
 # alternations WORK holds without running more)
 set -euo pipefail
@@ -70,19 +76,33 @@ def median_ci(xs, level=0.90):
 
 rows = [k for k in runs[0][1] if all(k in o and k in nw for o, nw in runs)]
 
-def quotients(k, field, higher_better):
+SHARED_CORE, MIN_QUIET = 1.15, 3
+
+def quiet_runs(k):
+    """The alternations whose two processes both ran row `k` on a core of
+    their own, by the host probe; all of them (and False) when fewer than
+    MIN_QUIET are, or when the bench wrote no probe."""
+    probes = [(o[k].get("host_probe_ns"), nw[k].get("host_probe_ns")) for o, nw in runs]
+    if any(a is None or b is None for a, b in probes):
+        return runs, True
+    best = min(min(a, b) for a, b in probes)
+    quiet = [r for r, (a, b) in zip(runs, probes) if max(a, b) < SHARED_CORE * best]
+    return (quiet, True) if len(quiet) >= MIN_QUIET else (runs, False)
+
+def quotients(runs, k, field, higher_better):
     olds = [o[k][field] for o, _ in runs]
     news = [nw[k][field] for _, nw in runs]
     if any(r is None or r <= 0 for r in olds + news):
         return None
     return olds, news, [(o / nw if higher_better else nw / o) for o, nw in zip(olds, news)]
 
-print(f"{'row':<56} {'old':>7} {'new':>7} {'new/old':>8}  {'90% CI':<13} worse-in  {'instr new/old':>13}  {'90% CI':<13}")
-worse = noisy = bare_moved = 0
+print(f"{'row':<56} {'old':>7} {'new':>7} {'new/old':>8}  {'90% CI':<13} worse-in  quiet  {'instr new/old':>13}  {'90% CI':<13}")
+worse = noisy = bare_moved = shared = 0
 for k in rows:
     # Throughput rows (>= goals): higher is better, so the quotient is inverted.
     higher_better = str(runs[0][1][k].get("goal", "")).startswith(">=")
-    by_ratio = quotients(k, "ratio", higher_better)
+    used, enough_quiet = quiet_runs(k)
+    by_ratio = quotients(used, k, "ratio", higher_better)
     if by_ratio is None:
         continue
     olds, news, qs = by_ratio
@@ -93,7 +113,7 @@ for k in rows:
     # primitive's code (unchanged, e.g. parking_lot's) runs faster or
     # slower in one binary only, for where it landed, the ratio moves
     # with it although lockmeter's own time did not.
-    by_instr = quotients(k, "instrumented", higher_better)
+    by_instr = quotients(used, k, "instrumented", higher_better)
     iq = ilo = ihi = None
     if by_instr is not None:
         iq = statistics.median(by_instr[2])
@@ -112,11 +132,16 @@ for k in rows:
         noisy += 1
     else:
         flag = ""
+    if not enough_quiet:
+        flag += "  SHARED (under 3 alternations on a core of their own)"
+        shared += 1
     instr = f"{iq:13.3f}  {ilo:.3f}-{ihi:.3f}" if iq is not None else f"{'-':>13}"
-    print(f"{k:<56} {statistics.median(olds):7.3f} {statistics.median(news):7.3f} {q:8.3f}  {lo:.3f}-{hi:.3f}  {up:>2}/{n:<4}  {instr}{flag}")
+    print(f"{k:<56} {statistics.median(olds):7.3f} {statistics.median(news):7.3f} {q:8.3f}  {lo:.3f}-{hi:.3f}  {up:>2}/{len(used):<4}  {len(used):>5}  {instr}{flag}")
 print(f"{len(rows)} rows compared over {n} alternations: {worse} worse by more than 3 % "
       f"(90 % CI of the median quotient above 1.03, of the ratio and of lockmeter's own figure), "
       f"{bare_moved} whose ratio is worse only because the bare side's figure moved, "
-      f"{noisy} with a median above 1.03 that the runs do not resolve; 'new/old' > 1 is worse; "
-      f"worse-in: alternations where new's ratio was worse")
+      f"{noisy} with a median above 1.03 that the runs do not resolve, "
+      f"{shared} measured mostly on a shared core; 'new/old' > 1 is worse; "
+      f"worse-in: of the alternations used ('quiet': those on a core of their own), "
+      f"where new's ratio was worse")
 PY

@@ -299,11 +299,13 @@ pub fn table(rows: &[Row]) -> String {
         count(Verdict::Miss),
         count(Verdict::Noisy),
     );
-    let _ = writeln!(
-        out,
-        "host: each row's median probe against the run's fastest ({:.3} ns/round), see `host.rs`.",
-        host::best()
-    );
+    if rows.iter().any(|r| r.host_probe.is_some()) {
+        let _ = writeln!(
+            out,
+            "host: each row's median probe against the run's fastest ({:.3} ns/round), see `host.rs`.",
+            host::best()
+        );
+    }
     let notes: Vec<&Row> = rows.iter().filter(|r| !r.note.is_empty()).collect();
     if !notes.is_empty() {
         let _ = writeln!(out, "\nNotes:");
@@ -337,6 +339,7 @@ pub fn json(rows: &[Row]) -> Value {
                 "noisy": r.verdict() == Verdict::Noisy,
                 "delta_ns_per_op": r.delta(),
                 "host_factor": r.host_factor(),
+                "host_probe_ns": r.host_probe,
                 "goal": r.goal.label(),
                 "verdict": match r.verdict() {
                     Verdict::None => Value::Null,
