@@ -79,15 +79,15 @@ rows = [k for k in runs[0][1] if all(k in o and k in nw for o, nw in runs)]
 SHARED_CORE, MIN_QUIET = 1.15, 3
 
 def quiet_runs(k):
-    """The alternations whose two processes both ran row `k` on a core of
-    their own, by the host probe; all of them (and False) when fewer than
-    MIN_QUIET are, or when the bench wrote no probe."""
+    """The alternations to compare row `k` over, and how many ran it on a
+    core of their own (both processes, by the host probe): those, or all
+    when fewer than MIN_QUIET did (None when the bench wrote no probe)."""
     probes = [(o[k].get("host_probe_ns"), nw[k].get("host_probe_ns")) for o, nw in runs]
     if any(a is None or b is None for a, b in probes):
-        return runs, True
+        return runs, None
     best = min(min(a, b) for a, b in probes)
     quiet = [r for r, (a, b) in zip(runs, probes) if max(a, b) < SHARED_CORE * best]
-    return (quiet, True) if len(quiet) >= MIN_QUIET else (runs, False)
+    return (quiet if len(quiet) >= MIN_QUIET else runs), len(quiet)
 
 def quotients(runs, k, field, higher_better):
     olds = [o[k][field] for o, _ in runs]
@@ -101,7 +101,7 @@ worse = noisy = bare_moved = shared = 0
 for k in rows:
     # Throughput rows (>= goals): higher is better, so the quotient is inverted.
     higher_better = str(runs[0][1][k].get("goal", "")).startswith(">=")
-    used, enough_quiet = quiet_runs(k)
+    used, n_quiet = quiet_runs(k)
     by_ratio = quotients(used, k, "ratio", higher_better)
     if by_ratio is None:
         continue
@@ -132,11 +132,11 @@ for k in rows:
         noisy += 1
     else:
         flag = ""
-    if not enough_quiet:
-        flag += "  SHARED (under 3 alternations on a core of their own)"
+    if n_quiet is not None and n_quiet < MIN_QUIET:
+        flag += f"  SHARED (under {MIN_QUIET} alternations on a core of their own: all used)"
         shared += 1
     instr = f"{iq:13.3f}  {ilo:.3f}-{ihi:.3f}" if iq is not None else f"{'-':>13}"
-    print(f"{k:<56} {statistics.median(olds):7.3f} {statistics.median(news):7.3f} {q:8.3f}  {lo:.3f}-{hi:.3f}  {up:>2}/{len(used):<4}  {len(used):>5}  {instr}{flag}")
+    print(f"{k:<56} {statistics.median(olds):7.3f} {statistics.median(news):7.3f} {q:8.3f}  {lo:.3f}-{hi:.3f}  {up:>2}/{len(used):<4}  {'-' if n_quiet is None else n_quiet:>5}  {instr}{flag}")
 print(f"{len(rows)} rows compared over {n} alternations: {worse} worse by more than 3 % "
       f"(90 % CI of the median quotient above 1.03, of the ratio and of lockmeter's own figure), "
       f"{bare_moved} whose ratio is worse only because the bare side's figure moved, "
