@@ -63,6 +63,15 @@ pub fn best() -> f64 {
     }
 }
 
+/// Runs `f` between two probes; returns its result and their mean: the
+/// state of the core around a one-off measurement (self-accounting's
+/// calibration) that later rows are compared with.
+pub fn around<R>(f: impl FnOnce() -> R) -> (R, f64) {
+    let before = probe();
+    let r = f();
+    (r, (before + probe()) / 2.0)
+}
+
 /// `probe_ns` (a row's median probe) against the run's fastest probe.
 pub fn factor(probe_ns: f64) -> Option<f64> {
     let f = probe_ns / best();

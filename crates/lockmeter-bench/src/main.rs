@@ -171,6 +171,10 @@ fn main() {
         eprintln!("{} scrapes", scraper.scrapes());
         step("scrape", &mut || vec![scraper.cost_row()]);
     } else {
+        // The recorder's first snapshot calibrates self-accounting: taken
+        // here, between host probes, so that the `selfcost` rows can tell
+        // whether the core was shared differently then (see `host.rs`).
+        let ((), calibrated_at) = host::around(|| drop(handle.cumulative()));
         step("components", &mut || breakdown::components(&cfg));
         step("stacks", &mut || stacks::rows(&cfg));
         step("observed", &mut || {
@@ -184,7 +188,9 @@ fn main() {
         step("memory", &mut memory::rows);
         step("waitqueue", &mut || waitqueue::rows(&cfg));
         step("snapshot", &mut || snapshot::rows(&cfg));
-        step("selfcost", &mut || selfcost::rows(&cfg, &handle));
+        step("selfcost", &mut || {
+            selfcost::rows(&cfg, &handle, calibrated_at)
+        });
     }
     eprintln!("[{:>5.1}s] done", started.elapsed().as_secs_f64());
     if let Some(bad) = args.only.iter().find(|o| !steps.contains(o)) {

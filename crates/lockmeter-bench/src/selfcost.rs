@@ -10,13 +10,18 @@
 //! acquisitions, is the estimate per operation. The row's `bare` column is
 //! the measured added cost, `instr` the estimate, `ratio` estimate /
 //! measured; the goal is a ratio within 0.70–1.30, stated in the note
-//! (the table's goals are one-sided).
+//! (the table's goals are one-sided). The estimate rests on costs timed
+//! once, at the recorder's first snapshot: a row whose host probe differs
+//! from the probe around that calibration by [`host::SHARED_CORE`] or more
+//! compares costs taken on differently shared cores and is SHARED, not
+//! judged (see `host.rs`).
 
 use std::hint::black_box;
 
 use lockmeter_model::Snapshot;
 
 use crate::bare::BareSpinLock;
+use crate::host;
 use crate::measure::{ns_pair, Config, Pair};
 use crate::report::{Goal, Row, Unit};
 
@@ -61,15 +66,21 @@ fn estimate_per_op(earlier: &Snapshot, later: &Snapshot, id: &str) -> Option<(f6
 
 /// One row: `measure` runs the interleaved pair under the layer `read`
 /// snapshots; the estimate is over the acquisitions of class `id` it made.
+/// `calibrated_at`: the host probe around the recorder's calibration, if
+/// it was taken already; else the probe around this row's first read,
+/// which times the recorder's own costs (the part measured once per
+/// process and lookup may be older).
 fn row(
     key: &str,
     label: &str,
     id: &str,
     read: &dyn Fn() -> Snapshot,
+    calibrated_at: Option<f64>,
     measure: impl FnOnce() -> Pair,
 ) -> Row {
     // The first snapshot of a recorder calibrates: not inside the pair.
-    let before = read();
+    let (before, first_read) = host::around(read);
+    let calibrated_at = calibrated_at.unwrap_or(first_read);
     let pair = measure();
     let after = read();
     let measured = pair.instrumented - pair.bare;
@@ -84,8 +95,13 @@ fn row(
     };
     let estimate = inside + outside;
     let ratio = estimate / measured;
+    // The row's core against the calibration's, either way round.
+    let shift = pair.host_probe / calibrated_at;
+    let shifted = shift.max(1.0 / shift) >= host::SHARED_CORE;
     let verdict = if measured > 0.0 && (ratio - 1.0).abs() <= WITHIN {
         "PASS"
+    } else if shifted {
+        "SHARED (calibrated and measured on differently shared cores)"
     } else {
         "MISS"
     };
@@ -93,15 +109,18 @@ fn row(
     row.bare = Some(measured);
     row.instrumented = Some(estimate);
     row.ratio = ratio.is_finite().then_some(ratio);
+    row.host_probe = pair.host_probe.is_finite().then_some(pair.host_probe);
     row.note(format!(
         "bare = measured added cost ({:.2} observed - {:.2} bare ns/op, medians), instr = \
          self_cost estimate over the {n} observed acquisitions ({inside:.2} inside + \
          {outside:.2} outside the critical section), lookup {}, calibrated in {:.1} ms; \
+         host probe {:.3} ns/round against {calibrated_at:.3} around the calibration; \
          goal estimate/measured within {:.2}-{:.2}: {verdict}",
         pair.instrumented,
         pair.bare,
         costs.map_or("?", |c| c.lookup.as_str()),
         costs.map_or(f64::NAN, |c| c.calibration_ns as f64 / 1e6),
+        pair.host_probe,
         1.0 - WITHIN,
         1.0 + WITHIN,
     ))
@@ -109,7 +128,9 @@ fn row(
 
 /// The rows: SpinLock and Mutex under the global layer (`handle`'s), and
 /// Mutex with every hold timed under a scoped layer of its own.
-pub fn rows(cfg: &Config, handle: &lockmeter::Handle) -> Vec<Row> {
+/// `calibrated_at`: the host probe around the global recorder's first
+/// snapshot ([`host::around`]).
+pub fn rows(cfg: &Config, handle: &lockmeter::Handle, calibrated_at: f64) -> Vec<Row> {
     use tracing_subscriber::prelude::*;
 
     let global = || handle.cumulative();
@@ -119,17 +140,27 @@ pub fn rows(cfg: &Config, handle: &lockmeter::Handle) -> Vec<Row> {
     let bare = BareSpinLock::new(0u64);
     let inst = lockmeter::SpinLock::named(SPIN, 0u64);
     let (b, i) = (black_box(&bare), black_box(&inst));
-    rows.push(row("spinlock", "SpinLock", SPIN, &global, || {
-        increment_loops!(cfg, b, i)
-    }));
+    rows.push(row(
+        "spinlock",
+        "SpinLock",
+        SPIN,
+        &global,
+        Some(calibrated_at),
+        || increment_loops!(cfg, b, i),
+    ));
 
     const MUTEX: &str = "bench.selfcost.mutex";
     let bare = parking_lot::Mutex::new(0u64);
     let inst = lockmeter::Mutex::named(MUTEX, 0u64);
     let (b, i) = (black_box(&bare), black_box(&inst));
-    rows.push(row("mutex", "Mutex", MUTEX, &global, || {
-        increment_loops!(cfg, b, i)
-    }));
+    rows.push(row(
+        "mutex",
+        "Mutex",
+        MUTEX,
+        &global,
+        Some(calibrated_at),
+        || increment_loops!(cfg, b, i),
+    ));
 
     // Every hold timed, in a scoped dispatcher: the two clock reads per
     // acquisition and the scoped lookup are in the estimate too.
@@ -149,6 +180,7 @@ pub fn rows(cfg: &Config, handle: &lockmeter::Handle) -> Vec<Row> {
             "Mutex, scoped, every hold timed",
             TIMED,
             &read,
+            None,
             || {
                 ns_pair(
                     cfg,
