@@ -131,10 +131,12 @@ impl AtomicDist {
         let (min, max) = (self.min.load(Relaxed), self.max.get());
         let (lo, hi) = (bucket_index(min.min(max)), bucket_index(max));
         let mut counts = [0u64; BUCKETS];
-        for (ix, count) in counts.iter_mut().enumerate().take(hi + 1).skip(lo) {
+        let in_range = &mut counts[lo..=hi];
+        for (ix, count) in (lo..).zip(in_range.iter_mut()) {
             *count = self.bucket(ix);
         }
-        lockmeter_model::Dist::from_buckets(&counts, count, self.total.get(), min, max)
+        let (total, in_range) = (self.total.get(), &counts[lo..=hi]);
+        lockmeter_model::Dist::from_bucket_range(lo, in_range, count, total, min, max)
     }
 
     /// Bytes of buckets allocated so far.

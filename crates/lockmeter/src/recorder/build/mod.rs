@@ -291,15 +291,26 @@ impl Grouper {
     }
 
     /// Sorts each lock's rows by (site, mode) and makes its sites.
+    ///
+    /// By one integer per row, computed once: the key read through the
+    /// row and the site's rank, with the mode's label compared as text,
+    /// at every comparison, took 40 % of a 10,000-site snapshot's
+    /// instructions (callgrind).
     fn layout(&mut self, names: &mut Names) {
         names.ranks();
         let rank = &names.rank[..];
         let rows = &mut self.rows;
+        let mut keyed: Vec<(u64, u32)> = Vec::new();
         for lock in &mut self.locks {
-            lock.rows.sort_unstable_by_key(|&r| {
+            keyed.clear();
+            keyed.extend(lock.rows.iter().map(|&r| {
                 let row = &rows[r as usize];
-                (rank[row.site as usize], row.mode.label())
-            });
+                let key = u64::from(rank[row.site as usize]) << 8 | mode_order(row.mode);
+                (key, r)
+            }));
+            keyed.sort_unstable();
+            lock.rows.clear();
+            lock.rows.extend(keyed.iter().map(|&(_, r)| r));
             lock.sites = Vec::with_capacity(lock.rows.len());
             for (pos, &r) in lock.rows.iter().enumerate() {
                 let row = &mut rows[r as usize];
@@ -405,6 +416,17 @@ impl LockAcc {
                 self.holders.push(h);
             }
         }
+    }
+}
+
+/// A mode's place in the order of its label as text (no label first), so
+/// that sorting by it sorts as the labels do (checked by a test).
+fn mode_order(mode: Mode) -> u64 {
+    match mode {
+        Mode::Exclusive => 0,
+        Mode::Read => 1,
+        Mode::Upgradable => 2,
+        Mode::Write => 3,
     }
 }
 
