@@ -94,26 +94,26 @@ impl Dist {
     /// Builds a distribution from raw per-bucket counts (indexed as
     /// [`bucket_index`]) and the exact count, total, min and max.
     pub fn from_buckets(counts: &[u64], count: u64, total: u64, min: u64, max: u64) -> Dist {
-        Dist::from_bucket_range(0, counts, count, total, min, max)
+        Dist::from_bucket_range(0, counts.iter().copied(), count, total, min, max)
     }
 
-    /// Like [`Dist::from_buckets`] for the buckets `first..` only, the
-    /// others empty: a recorder reads just the buckets between its min's
-    /// and max's, and scanning all [`BUCKETS`] of a mostly empty array was
-    /// most of a 10,000-site snapshot's time (callgrind).
+    /// Like [`Dist::from_buckets`] for the buckets `first..` only (as
+    /// many as `counts` yields), the others empty: a recorder reads just
+    /// the buckets between its min's and max's, and scanning all
+    /// [`BUCKETS`] of a mostly empty array was most of a 10,000-site
+    /// snapshot's instructions (callgrind).
     pub fn from_bucket_range(
         first: usize,
-        counts: &[u64],
+        counts: impl IntoIterator<Item = u64>,
         count: u64,
         total: u64,
         min: u64,
         max: u64,
     ) -> Dist {
-        let buckets: Vec<(u64, u64)> = counts
-            .iter()
-            .enumerate()
-            .filter(|(_, &c)| c > 0)
-            .map(|(i, &c)| (bucket_upper_bound(first + i), c))
+        let buckets: Vec<(u64, u64)> = (first..)
+            .zip(counts)
+            .filter(|&(_, c)| c > 0)
+            .map(|(i, c)| (bucket_upper_bound(i), c))
             .collect();
         Dist {
             count,

@@ -130,12 +130,8 @@ impl AtomicDist {
         // non-empty (read first, so a racing record is at worst missed).
         let (min, max) = (self.min.load(Relaxed), self.max.get());
         let (lo, hi) = (bucket_index(min.min(max)), bucket_index(max));
-        let mut counts = [0u64; BUCKETS];
-        let in_range = &mut counts[lo..=hi];
-        for (ix, count) in (lo..).zip(in_range.iter_mut()) {
-            *count = self.bucket(ix);
-        }
-        let (total, in_range) = (self.total.get(), &counts[lo..=hi]);
+        let in_range = (lo..=hi).map(|ix| self.bucket(ix));
+        let total = self.total.get();
         lockmeter_model::Dist::from_bucket_range(lo, in_range, count, total, min, max)
     }
 
