@@ -50,6 +50,12 @@ impl<T> BareSpinLock<T> {
         BareSpinGuard { lock: self }
     }
 
+    /// One attempt: the guard if the lock was free.
+    #[inline]
+    pub fn try_lock(&self) -> Option<BareSpinGuard<'_, T>> {
+        self.try_acquire().then_some(BareSpinGuard { lock: self })
+    }
+
     /// One strong attempt, as `lockmeter::SpinLock` makes.
     #[inline]
     fn try_acquire(&self) -> bool {

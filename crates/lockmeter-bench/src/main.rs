@@ -29,6 +29,7 @@ mod contended;
 mod dropin;
 mod floor;
 mod host;
+mod least;
 mod measure;
 mod memory;
 mod prometheus;
@@ -64,7 +65,7 @@ struct Args {
     #[arg(long)]
     wall_clock: bool,
     /// Run only these steps (comma-separated): unobserved, components,
-    /// stacks, observed, modes, contended, floor, memory, waitqueue,
+    /// stacks, observed, modes, contended, floor, least, memory, waitqueue,
     /// snapshot, selfcost; with
     /// --prometheus: observed, contended, trace, scrape; with --callgrind: the
     /// uncontended rows by name (spinlock, mutex, sync_mutex, ...).
@@ -185,6 +186,7 @@ fn main() {
         step("modes", &mut || uncontended::mode_rows(&cfg));
         step("contended", &mut || contended::rows(&cfg, &handle));
         step("floor", &mut || floor::rows(&cfg));
+        step("least", &mut || least::rows(&cfg));
         step("memory", &mut memory::rows);
         step("waitqueue", &mut || waitqueue::rows(&cfg));
         step("snapshot", &mut || snapshot::rows(&cfg));

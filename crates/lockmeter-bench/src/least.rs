@@ -1,0 +1,470 @@
+//! The least any lock profiler with lockmeter's default features must do
+//! per acquisition, written plainly around the bare lock, with no
+//! lockmeter code: the floor under the observed and contended rows once
+//! those features count (issue 15 measures "with the features of the
+//! drop-in, stacks and hangs issues on at their defaults").
+//!
+//! Each default feature, and the least state it needs per acquisition:
+//!
+//! | feature | least work |
+//! |---|---|
+//! | scoped dispatchers honoured | `tracing::dispatcher::get_default`, one compare |
+//! | exact TOTAL / NOWAIT / contended counts per site | a one-entry site cache (two compares), one count |
+//! | hold timing, sampled one in 64 | the count read as the countdown (every 64th is timed): a clock read before the attempt and one after the unlock |
+//! | hangs and deadlocks (`now`: what each thread holds, since when) | a record another thread can read whole: lock, entry, since (a load of the watchdog's clock), then a state word |
+//! | BOUNCE | the last owner's token on the lock's line: a load, a store when it changed |
+//! | holder sites | the holder's site on the lock's line: a load, a store when it changed |
+//! | instances | the recorder's serial on the lock's line: a load |
+//!
+//! A real profiler also needs a table for more than one site per thread,
+//! a stack of held records, and the contended path's bookkeeping; none is
+//! here, so these rows are a floor, not a design. `docs/performance.md`
+//! ("What misses") reads them.
+
+use std::cell::Cell;
+use std::hint::black_box;
+use std::panic::Location;
+use std::sync::atomic::{fence, AtomicU32, AtomicU64, AtomicUsize, Ordering::*};
+
+use crate::bare::BareSpinLock;
+use crate::contended::{lock_pair, Take, WORK_ROUNDS};
+use crate::measure::{ns_pair, Config};
+use crate::report::{Goal, Row, Unit};
+
+/// One in this many holds is timed, as lockmeter's default.
+const SAMPLE_EVERY: u64 = 64;
+
+/// The watchdog's coarse clock: read on every acquisition for the held
+/// record's `since` (no thread advances it here; the load is what costs).
+static COARSE_NS: AtomicU64 = AtomicU64::new(0);
+
+/// The recorder's serial, as a lock's `instances` note compares it.
+const SERIAL: u32 = 1;
+
+/// A thread's state: its one site entry and its held-lock record. Only
+/// const-initialised fields without a destructor, so every access is an
+/// `%fs`-relative load or store.
+struct Thread {
+    /// The one-entry site cache's key: class and call site.
+    class: Cell<usize>,
+    site: Cell<usize>,
+    /// The entry's exact counts.
+    total: Cell<u64>,
+    nowait: Cell<u64>,
+    contended: Cell<u64>,
+    bounces: Cell<u64>,
+    /// The sum of timed holds, in clock ticks.
+    held_ticks: Cell<u64>,
+    /// This thread's token for the lock's owner note (never 0).
+    token: Cell<u32>,
+    /// The held-lock record another thread reads whole: the words, then
+    /// `state` (a generation and a count) as the seqlock's commit.
+    rec_lock: AtomicUsize,
+    rec_what: AtomicUsize,
+    rec_since: AtomicU64,
+    state: AtomicU64,
+}
+
+thread_local! {
+    static THREAD: Thread = const {
+        Thread {
+            class: Cell::new(0),
+            site: Cell::new(0),
+            total: Cell::new(0),
+            nowait: Cell::new(0),
+            contended: Cell::new(0),
+            bounces: Cell::new(0),
+            held_ticks: Cell::new(0),
+            token: Cell::new(0),
+            rec_lock: AtomicUsize::new(0),
+            rec_what: AtomicUsize::new(0),
+            rec_since: AtomicU64::new(0),
+            state: AtomicU64::new(0),
+        }
+    };
+}
+
+/// The next thread token.
+static NEXT_TOKEN: AtomicU32 = AtomicU32::new(1);
+
+impl Thread {
+    /// A new site for the one-entry cache (the first acquisition only, in
+    /// these one-site loops).
+    #[cold]
+    fn enter(&self, class: usize, site: usize) {
+        self.class.set(class);
+        self.site.set(site);
+        if self.token.get() == 0 {
+            self.token.set(NEXT_TOKEN.fetch_add(1, Relaxed));
+        }
+    }
+}
+
+/// A raw lock the floor wraps: one attempt, and the waiting path.
+pub trait Raw: Sync {
+    type Guard<'a>: std::ops::DerefMut<Target = u64>
+    where
+        Self: 'a;
+    fn attempt(&self) -> Option<Self::Guard<'_>>;
+    fn wait(&self) -> Self::Guard<'_>;
+}
+
+impl Raw for parking_lot::Mutex<u64> {
+    type Guard<'a> = parking_lot::MutexGuard<'a, u64>;
+    #[inline]
+    fn attempt(&self) -> Option<Self::Guard<'_>> {
+        self.try_lock()
+    }
+    #[inline]
+    fn wait(&self) -> Self::Guard<'_> {
+        self.lock()
+    }
+}
+
+impl Raw for BareSpinLock<u64> {
+    type Guard<'a> = crate::bare::BareSpinGuard<'a, u64>;
+    #[inline]
+    fn attempt(&self) -> Option<Self::Guard<'_>> {
+        self.try_lock()
+    }
+    #[inline]
+    fn wait(&self) -> Self::Guard<'_> {
+        self.lock()
+    }
+}
+
+/// The parts of [`Least`], one bit each, so that a row can leave one out
+/// and show what it costs.
+pub mod part {
+    /// `get_default` and the compare (else the global dispatcher is assumed).
+    pub const DISPATCH: u8 = 1;
+    /// The held-lock record and its state word.
+    pub const RECORD: u8 = 2;
+    /// The owner, holder and instance notes on the lock's line.
+    pub const NOTES: u8 = 4;
+    /// One hold in 64 timed: a test of the count, and two clock reads.
+    pub const SAMPLE: u8 = 8;
+    /// Every part: what the default features need.
+    pub const ALL: u8 = DISPATCH | RECORD | NOTES | SAMPLE;
+}
+
+/// The bare lock with the least per-instance notes beside it, on its
+/// cache line (`repr(C)`, the lock first, as lockmeter's `Meta`), doing
+/// the [`part`]s in `PARTS` on every acquisition (the site count always).
+#[repr(C)]
+pub struct Least<L, const PARTS: u8 = { part::ALL }> {
+    raw: L,
+    /// The token of the thread that acquired last (BOUNCE).
+    owner: AtomicU32,
+    /// The serial of the recorder that counted this instance (instances).
+    seen: AtomicU32,
+    /// The call site of the current holder (holder sites).
+    holder: AtomicUsize,
+    /// The class's identity (its name's address).
+    class: &'static str,
+    /// The remembered global dispatcher.
+    global: usize,
+    clock: quanta::Clock,
+}
+
+impl<L: Raw, const PARTS: u8> Least<L, PARTS> {
+    pub fn new(raw: L, clock: quanta::Clock) -> Self {
+        Least {
+            raw,
+            owner: AtomicU32::new(0),
+            seen: AtomicU32::new(0),
+            holder: AtomicUsize::new(0),
+            class: "bench.least",
+            global: dispatcher_in_effect(),
+            clock,
+        }
+    }
+
+    /// One acquisition at `site`, counted, noted and recorded, then
+    /// `critical` on the data, then the release.
+    #[inline(always)]
+    fn with(&self, site: &'static Location<'static>, critical: impl FnOnce(&mut u64)) {
+        let has = |p: u8| PARTS & p != 0;
+        // The cheapest call that still honours a scoped dispatcher: a
+        // closure that only returns the address lets tracing's fast path
+        // inline; a different address would go to a look-up (never here).
+        if has(part::DISPATCH) && dispatcher_in_effect() != self.global {
+            critical(&mut self.raw.wait());
+            return;
+        }
+        THREAD.with(|t| {
+            let (class, at) = (self.class.as_ptr() as usize, site as *const _ as usize);
+            if t.class.get() != class || t.site.get() != at {
+                t.enter(class, at);
+            }
+            // The count doubles as the sample's countdown: the site's
+            // first hold is timed, then every 64th.
+            let total = t.total.get();
+            t.total.set(total + 1);
+            let timed = has(part::SAMPLE) && total % SAMPLE_EVERY == 0;
+            let start = if timed { self.clock.raw() } else { 0 };
+            if has(part::RECORD) {
+                // Written ahead of the attempt (out of the critical
+                // section); the state word commits it once held.
+                t.rec_lock.store(self as *const Self as usize, Relaxed);
+                t.rec_what.store(t as *const Thread as usize, Relaxed);
+                t.rec_since.store(COARSE_NS.load(Relaxed), Relaxed);
+                fence(Release);
+            }
+            let mut guard = match self.raw.attempt() {
+                Some(g) => {
+                    t.nowait.set(t.nowait.get() + 1);
+                    g
+                }
+                None => {
+                    t.contended.set(t.contended.get() + 1);
+                    self.raw.wait()
+                }
+            };
+            if has(part::NOTES) {
+                let me = t.token.get();
+                if self.owner.load(Relaxed) != me {
+                    self.owner.store(me, Relaxed);
+                    t.bounces.set(t.bounces.get() + 1);
+                }
+                if self.holder.load(Relaxed) != at {
+                    self.holder.store(at, Relaxed);
+                }
+                if self.seen.load(Relaxed) != SERIAL {
+                    self.seen.store(SERIAL, Relaxed);
+                }
+            }
+            // The state: a generation above, the count of held records
+            // in the low byte; each change is the next generation.
+            let gen = (t.state.load(Relaxed) >> 8) + 1;
+            if has(part::RECORD) {
+                t.state.store(gen << 8 | 1, Release);
+            }
+            critical(&mut guard);
+            if has(part::RECORD) {
+                t.state.store((gen + 1) << 8, Release);
+            }
+            drop(guard);
+            if timed {
+                t.held_ticks
+                    .set(t.held_ticks.get() + self.clock.raw().wrapping_sub(start));
+            }
+        });
+    }
+}
+
+impl<L: Raw, const PARTS: u8> Take for Least<L, PARTS> {
+    #[inline]
+    #[track_caller]
+    fn take(&self) {
+        self.with(Location::caller(), |v| *v += 1);
+    }
+}
+
+/// The address of the dispatcher in effect now.
+fn dispatcher_in_effect() -> usize {
+    tracing::dispatcher::get_default(|d| d as *const tracing::Dispatch as usize)
+}
+
+fn row(key: &str, name: &str, unit: Unit, pair: crate::measure::Pair) -> Row {
+    Row::new(key, name, unit, Goal::Info).with_pair(pair)
+}
+
+/// What a [`part`] set is called in a row's name and key.
+fn parts_name(parts: u8) -> (&'static str, &'static str) {
+    match parts {
+        part::ALL => ("", ""),
+        p if p == part::ALL & !part::DISPATCH => ("_no_dispatch", ", without the dispatcher check"),
+        p if p == part::ALL & !part::RECORD => ("_no_record", ", without the held-lock record"),
+        p if p == part::ALL & !part::NOTES => ("_no_notes", ", without the lock's notes"),
+        p if p == part::ALL & !part::SAMPLE => ("_no_sample", ", without hold sampling"),
+        0 => ("_count_only", ": the site count alone"),
+        _ => ("_other", ", some parts"),
+    }
+}
+
+/// One thread: `bare` against the same kind of lock with the `PARTS` of
+/// the least features.
+fn uncontended<L: Raw, const PARTS: u8>(
+    cfg: &Config,
+    name: &str,
+    bare: L,
+    least: L,
+    clock: &quanta::Clock,
+) -> Row {
+    let least = Least::<L, PARTS>::new(least, clock.clone());
+    let pair = ns_pair(
+        cfg,
+        |n| {
+            for _ in 0..n {
+                *black_box(&bare).wait() += 1;
+            }
+        },
+        |n| {
+            for _ in 0..n {
+                black_box(&least).take();
+            }
+        },
+    );
+    let (key, label) = parts_name(PARTS);
+    row(
+        &format!("least_{}_uncontended{key}", name.to_lowercase()),
+        &format!("least features: bare {name}, uncontended{label}"),
+        Unit::NsPerOp,
+        pair,
+    )
+}
+
+/// The uncontended rows of one lock: every part, every part but one, and
+/// the site count alone.
+fn uncontended_set<L: Raw>(cfg: &Config, name: &str, new: impl Fn() -> L) -> Vec<Row> {
+    use part::*;
+    let c = quanta::Clock::new();
+    vec![
+        uncontended::<L, ALL>(cfg, name, new(), new(), &c),
+        uncontended::<L, { ALL & !DISPATCH }>(cfg, name, new(), new(), &c),
+        uncontended::<L, { ALL & !RECORD }>(cfg, name, new(), new(), &c),
+        uncontended::<L, { ALL & !NOTES }>(cfg, name, new(), new(), &c),
+        uncontended::<L, { ALL & !SAMPLE }>(cfg, name, new(), new(), &c),
+        uncontended::<L, 0>(cfg, name, new(), new(), &c),
+    ]
+}
+
+/// `threads` threads on one lock in `mix` (`work` rounds between
+/// acquisitions): the bare lock against the same kind with `PARTS`.
+fn contended<L: Raw, const PARTS: u8>(
+    cfg: &Config,
+    name: &str,
+    threads: usize,
+    (mix, work): (&str, u64),
+    new: impl Fn() -> L,
+    clock: &quanta::Clock,
+) -> Row {
+    let least = Least::<L, PARTS>::new(new(), clock.clone());
+    let pair = lock_pair(cfg, threads, work, false, Bare(new()), least);
+    let (key, label) = parts_name(PARTS);
+    row(
+        &format!("least_{}_{threads}t_{mix}{key}", name.to_lowercase()),
+        &format!("least features: bare {name}, {threads} threads, {mix}{label}"),
+        Unit::MopsPerSec,
+        pair,
+    )
+}
+
+/// A bare lock taken as the bench's contended loop takes it.
+struct Bare<L>(L);
+
+impl<L: Raw> Take for Bare<L> {
+    #[inline]
+    fn take(&self) {
+        *self.0.wait() += 1;
+    }
+}
+
+/// One lock's contended rows: every part in `hammer` and `work` at 2 and
+/// 8 threads, and 2-thread `hammer` (where the gap between a thread's
+/// unlock and its next attempt decides the row) with each part left out.
+fn contended_set<L: Raw>(cfg: &Config, name: &str, new: impl Fn() -> L + Copy) -> Vec<Row> {
+    use part::*;
+    let c = quanta::Clock::new();
+    let (hammer, work) = (("hammer", 0), ("work", WORK_ROUNDS));
+    let mut rows = Vec::new();
+    for mix in [hammer, work] {
+        for threads in [2, 8] {
+            rows.push(contended::<L, ALL>(cfg, name, threads, mix, new, &c));
+        }
+    }
+    rows.extend([
+        contended::<L, { ALL & !DISPATCH }>(cfg, name, 2, hammer, new, &c),
+        contended::<L, { ALL & !RECORD }>(cfg, name, 2, hammer, new, &c),
+        contended::<L, { ALL & !NOTES }>(cfg, name, 2, hammer, new, &c),
+        contended::<L, { ALL & !SAMPLE }>(cfg, name, 2, hammer, new, &c),
+        contended::<L, 0>(cfg, name, 2, hammer, new, &c),
+    ]);
+    rows
+}
+
+/// lockmeter's observed lock against the least features around the bare
+/// one (the "bare" side of these rows), in one run: how far lockmeter's
+/// design is from the floor, by row.
+fn against_lockmeter(cfg: &Config) -> Vec<Row> {
+    let c = quanta::Clock::new();
+    let name = |what: &str| format!("lockmeter observed against the least features: {what}");
+    let key = |what: &str| format!("least_vs_lockmeter_{what}");
+    let mut rows = Vec::new();
+    let least = Least::<_>::new(parking_lot::Mutex::new(0u64), c.clone());
+    let ours = lockmeter::Mutex::named("bench.least.mutex", 0u64);
+    let pair = ns_pair(
+        cfg,
+        |n| (0..n).for_each(|_| black_box(&least).take()),
+        |n| (0..n).for_each(|_| *black_box(&ours).lock() += 1),
+    );
+    rows.push(row(
+        &key("mutex_uncontended"),
+        &name("Mutex, uncontended"),
+        Unit::NsPerOp,
+        pair,
+    ));
+    let least = Least::<_>::new(BareSpinLock::new(0u64), c.clone());
+    let ours = lockmeter::SpinLock::named("bench.least.spinlock", 0u64);
+    let pair = ns_pair(
+        cfg,
+        |n| (0..n).for_each(|_| black_box(&least).take()),
+        |n| (0..n).for_each(|_| *black_box(&ours).lock() += 1),
+    );
+    rows.push(row(
+        &key("spinlock_uncontended"),
+        &name("SpinLock, uncontended"),
+        Unit::NsPerOp,
+        pair,
+    ));
+    for (mix, work) in [("hammer", 0), ("work", WORK_ROUNDS)] {
+        let least = Least::<_>::new(parking_lot::Mutex::new(0u64), c.clone());
+        let ours = lockmeter::Mutex::named("bench.least.mutex", 0u64);
+        let pair = lock_pair(cfg, 2, work, false, least, ours);
+        rows.push(row(
+            &key(&format!("mutex_2t_{mix}")),
+            &name(&format!("Mutex, 2 threads, {mix}")),
+            Unit::MopsPerSec,
+            pair,
+        ));
+        let least = Least::<_>::new(BareSpinLock::new(0u64), c.clone());
+        let ours = lockmeter::SpinLock::named("bench.least.spinlock", 0u64);
+        let pair = lock_pair(cfg, 2, work, false, least, ours);
+        rows.push(row(
+            &key(&format!("spinlock_2t_{mix}")),
+            &name(&format!("SpinLock, 2 threads, {mix}")),
+            Unit::MopsPerSec,
+            pair,
+        ));
+    }
+    if let Some(r) = rows.first_mut() {
+        r.note = "ratio = lockmeter's observed lock / the least features around the bare \
+                  lock (the 'bare' column); above 1 (ns/op) or below 1 (Mops/s) is what \
+                  lockmeter's design costs over that floor"
+            .to_string();
+    }
+    rows
+}
+
+/// The uncontended and contended rows of the bare Mutex and SpinLock
+/// against the same lock with the least the default features cost.
+/// Needs a lockmeter layer installed as the global default (so
+/// `get_default` finds one dispatcher, and the same one every time).
+pub fn rows(cfg: &Config) -> Vec<Row> {
+    let mutex = || parking_lot::Mutex::new(0u64);
+    let spin = || BareSpinLock::new(0u64);
+    let mut rows = uncontended_set(cfg, "Mutex", mutex);
+    rows.extend(uncontended_set(cfg, "SpinLock", spin));
+    rows.extend(contended_set(cfg, "Mutex", mutex));
+    rows.extend(contended_set(cfg, "SpinLock", spin));
+    if let Some(r) = rows.first_mut() {
+        r.note = "no profiler in these rows: ratio = bare lock with the least lockmeter's \
+                  default features cost per acquisition (dispatcher check, one site count, \
+                  1/64 hold timing, a held-lock record, the owner/holder/instance notes; \
+                  least.rs) / bare lock"
+            .to_string();
+    }
+    rows.extend(against_lockmeter(cfg));
+    rows
+}
