@@ -31,7 +31,7 @@ use crate::report::{Goal, Row, Unit};
 /// with a lock, which made the `work` rows of one binary come out at 0.4
 /// or at 0.9 from one process to the next.
 #[repr(align(128))]
-struct Aligned<T>(T);
+pub(crate) struct Aligned<T>(pub(crate) T);
 
 /// Rounds of the local-work loop between acquisitions in the `work` mix.
 pub(crate) const WORK_ROUNDS: u64 = 64;
