@@ -478,3 +478,89 @@ pub fn rows(cfg: &Config) -> Vec<Row> {
     rows.extend(against_lockmeter(cfg));
     rows
 }
+
+/// The least-features row of this run that is the floor under the
+/// goal row `key`, if that row is one of those [`rows`] has a floor for.
+fn floor_key(key: &str) -> Option<String> {
+    if let Some(lock) = key.strip_prefix("uncontended_observed_") {
+        return matches!(lock, "mutex" | "spinlock").then(|| format!("least_{lock}_uncontended"));
+    }
+    let rest = key.strip_prefix("contended_observed_")?;
+    matches!(
+        rest,
+        "mutex_2t_hammer"
+            | "mutex_8t_hammer"
+            | "mutex_2t_work"
+            | "mutex_8t_work"
+            | "spinlock_2t_hammer"
+            | "spinlock_8t_hammer"
+            | "spinlock_2t_work"
+            | "spinlock_8t_work"
+    )
+    .then(|| format!("least_{rest}"))
+}
+
+/// Notes on each goal row the floor of the same run: what the least
+/// implementation of the default features reads against the same bare
+/// lock. A goal under it is one no design meets on this host and build;
+/// the verdict itself is left as it is.
+pub fn note_floors(rows: &mut [Row]) {
+    let floors: Vec<(String, f64)> = rows
+        .iter()
+        .filter(|r| r.key.starts_with("least_"))
+        .filter_map(|r| Some((r.key.clone(), r.ratio?)))
+        .collect();
+    for row in rows.iter_mut() {
+        let Some(key) = floor_key(&row.key) else {
+            continue;
+        };
+        let Some((_, floor)) = floors.iter().find(|(k, _)| *k == key) else {
+            continue;
+        };
+        let sep = if row.note.is_empty() { "" } else { "; " };
+        row.note = format!(
+            "{}{sep}least-features floor in this run: {floor:.2} (`{key}`)",
+            row.note
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn goal_rows_find_their_floor_rows() {
+        assert_eq!(
+            floor_key("uncontended_observed_spinlock").as_deref(),
+            Some("least_spinlock_uncontended")
+        );
+        assert_eq!(
+            floor_key("contended_observed_mutex_8t_work").as_deref(),
+            Some("least_mutex_8t_work")
+        );
+        assert_eq!(floor_key("uncontended_observed_rwlock_read"), None);
+        assert_eq!(
+            floor_key("contended_observed_mutex_2t_work_many_sites"),
+            None
+        );
+    }
+
+    #[test]
+    fn a_floor_is_noted_on_its_goal_row_only() {
+        let mut rows = vec![
+            Row::new("uncontended_observed_mutex", "m", Unit::NsPerOp, Goal::Info),
+            Row::new(
+                "uncontended_observed_sync_mutex",
+                "s",
+                Unit::NsPerOp,
+                Goal::Info,
+            ),
+            Row::new("least_mutex_uncontended", "l", Unit::NsPerOp, Goal::Info),
+        ];
+        rows[2].ratio = Some(1.07);
+        note_floors(&mut rows);
+        assert!(rows[0].note.contains("floor in this run: 1.07"));
+        assert!(rows[1].note.is_empty());
+    }
+}

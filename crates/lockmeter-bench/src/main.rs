@@ -202,6 +202,7 @@ fn main() {
         );
         std::process::exit(2);
     }
+    least::note_floors(&mut rows);
     print_rows(&args, &rows);
 }
 
