@@ -6,7 +6,7 @@
 //! shared with snapshots behind a mutex that the hot path never takes
 //! (only the first acquisition at a new site does).
 
-use std::cell::UnsafeCell;
+use std::cell::{Cell, UnsafeCell};
 use std::sync::{Arc, Mutex};
 
 use crate::class::{SiteKey, MODE_KEY_BITS};
@@ -209,6 +209,25 @@ pub(crate) struct ThreadState {
 
 thread_local! {
     static THREAD: ThreadState = const { ThreadState { slots: UnsafeCell::new(Vec::new()) } };
+    /// `THREAD`'s first slot while it has one, else null. `const` and
+    /// without a destructor, so reading it is one TLS load, where `THREAD`
+    /// (dropped at exit) checks first that its destructor is registered and
+    /// has not run. Set by [`find_entry`] after every change of the slots
+    /// (so the pointer is derived after the last write through the `Vec`),
+    /// cleared before they are dropped.
+    static FIRST: Cell<*const Slot> = const { Cell::new(std::ptr::null()) };
+}
+
+/// This thread's first slot, if it has one.
+#[inline(always)]
+fn first_slot<'a>() -> Option<&'a Slot> {
+    let first = FIRST.with(Cell::get);
+    // SAFETY: non-null, `first` points at `THREAD`'s first slot, derived
+    // after the last change of the slots (`find_entry`) and cleared
+    // before they are dropped; only this thread touches them, and the
+    // reference ends within the caller's acquisition, which changes them
+    // only through `find_entry`, after its last use.
+    (!first.is_null()).then(|| unsafe { &*first })
 }
 
 /// Finds or creates this thread's entry for `key` in the recorder at
@@ -222,6 +241,15 @@ pub(crate) fn entry(
     raw: [usize; 3],
     key: impl FnOnce() -> SiteKey,
 ) -> Option<*const Entry> {
+    // The common case, kept small enough to inline: this thread's first
+    // recorder, and a site it used recently.
+    if let Some(slot) = first_slot() {
+        if Arc::as_ptr(&slot.recorder) == recorder {
+            if let Some(e) = slot.index.last_hit(&raw) {
+                return Some(e);
+            }
+        }
+    }
     // Only the thread-local's address inside `try_with`: with the lookup
     // inside its closure too, one more probe made LLVM stop inlining
     // `try_with` (+44 instructions on every acquisition).
@@ -229,17 +257,7 @@ pub(crate) fn entry(
     // SAFETY: `slots` is only touched by this thread, and nothing called
     // while the borrow is live re-enters this module; the thread-local
     // outlives this call.
-    let slots = unsafe { &mut *slots };
-    // The common case, kept small enough to inline: this thread's first
-    // recorder, and a site it used recently.
-    if let Some(slot) = slots.first() {
-        if Arc::as_ptr(&slot.recorder) == recorder {
-            if let Some(e) = slot.index.last_hit(&raw) {
-                return Some(e);
-            }
-        }
-    }
-    find_entry(slots, recorder, raw, &key())
+    find_entry(unsafe { &mut *slots }, recorder, raw, &key())
 }
 
 /// This thread's entry at `site` in the mode of `mode_bits` in the
@@ -256,9 +274,7 @@ pub(crate) fn guess_entry(
     site: usize,
     mode_bits: usize,
 ) -> Option<*const Entry> {
-    let slots = THREAD.try_with(|t| t.slots.get()).ok()?;
-    // SAFETY: as in `entry`.
-    let slot = unsafe { &*slots }.first()?;
+    let slot = first_slot()?;
     if Arc::as_ptr(&slot.recorder) != recorder {
         return None;
     }
@@ -293,10 +309,12 @@ fn find_entry(
         slots.swap(0, i);
     }
     let slot = &mut slots[0];
-    match slot.index.get(&raw) {
+    let found = match slot.index.get(&raw) {
         Some(e) => Some(e),
         None => new_entry(slot, raw, key),
-    }
+    };
+    FIRST.with(|f| f.set(slots.as_ptr()));
+    found
 }
 
 #[cold]
@@ -337,6 +355,7 @@ fn new_entry(slot: &mut Slot, raw: [usize; 3], key: &SiteKey) -> Option<*const E
 
 impl Drop for ThreadState {
     fn drop(&mut self) {
+        FIRST.with(|f| f.set(std::ptr::null()));
         // Before the entries go: `now`'s readers resolve entries of
         // registered threads only.
         crate::now::exiting();
