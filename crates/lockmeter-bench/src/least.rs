@@ -109,29 +109,27 @@ pub trait Raw: Sync {
     fn wait(&self) -> Self::Guard<'_>;
 }
 
-impl Raw for parking_lot::Mutex<u64> {
-    type Guard<'a> = parking_lot::MutexGuard<'a, u64>;
-    #[inline]
-    fn attempt(&self) -> Option<Self::Guard<'_>> {
-        self.try_lock()
-    }
-    #[inline]
-    fn wait(&self) -> Self::Guard<'_> {
-        self.lock()
-    }
+/// `Raw` for a lock with `try_lock` and `lock` returning `$guard`.
+macro_rules! raw_by_try_lock {
+    ($($lock:ty => $guard:ty),*) => {$(
+        impl Raw for $lock {
+            type Guard<'a> = $guard;
+            #[inline]
+            fn attempt(&self) -> Option<Self::Guard<'_>> {
+                self.try_lock()
+            }
+            #[inline]
+            fn wait(&self) -> Self::Guard<'_> {
+                self.lock()
+            }
+        }
+    )*};
 }
 
-impl Raw for BareSpinLock<u64> {
-    type Guard<'a> = crate::bare::BareSpinGuard<'a, u64>;
-    #[inline]
-    fn attempt(&self) -> Option<Self::Guard<'_>> {
-        self.try_lock()
-    }
-    #[inline]
-    fn wait(&self) -> Self::Guard<'_> {
-        self.lock()
-    }
-}
+raw_by_try_lock!(
+    parking_lot::Mutex<u64> => parking_lot::MutexGuard<'a, u64>,
+    BareSpinLock<u64> => crate::bare::BareSpinGuard<'a, u64>
+);
 
 /// The parts of [`Least`], one bit each, so that a row can leave one out
 /// and show what it costs.
@@ -394,65 +392,41 @@ fn contended_set<L: Raw>(cfg: &Config, name: &str, new: impl Fn() -> L + Copy) -
     rows
 }
 
-/// lockmeter's observed lock against the least features around the bare
-/// one (the "bare" side of these rows), in one run: how far lockmeter's
-/// design is from the floor, by row.
-fn against_lockmeter(cfg: &Config) -> Vec<Row> {
+/// lockmeter's observed lock (`ours`) against the least features around
+/// the bare one (the "bare" side of these rows), in one run, uncontended
+/// and at 2 threads in `hammer` and `work`: how far lockmeter's design is
+/// from the floor.
+fn against_lockmeter<L: Raw, M: Take>(
+    cfg: &Config,
+    name: &str,
+    raw: impl Fn() -> L,
+    ours: impl Fn() -> M,
+) -> Vec<Row> {
     let c = quanta::Clock::new();
-    let name = |what: &str| format!("lockmeter observed against the least features: {what}");
-    let key = |what: &str| format!("least_vs_lockmeter_{what}");
-    let mut rows = Vec::new();
-    let least = Least::<_>::new(parking_lot::Mutex::new(0u64), c.clone());
-    let ours = lockmeter::Mutex::named("bench.least.mutex", 0u64);
+    let row_of = |what: &str, unit, pair| {
+        row(
+            &format!("least_vs_lockmeter_{}_{what}", name.to_lowercase()),
+            &format!(
+                "lockmeter observed against the least features: {name}, {}",
+                what.replace("2t_", "2 threads, ")
+            ),
+            unit,
+            pair,
+        )
+    };
+    let least = Box::new(crate::contended::Aligned(Least::<L>::new(raw(), c.clone())));
+    let mine = Box::new(crate::contended::Aligned(ours()));
+    let (least, mine) = (&least.0, &mine.0);
     let pair = ns_pair(
         cfg,
-        |n| (0..n).for_each(|_| black_box(&least).take()),
-        |n| (0..n).for_each(|_| *black_box(&ours).lock() += 1),
+        |n| (0..n).for_each(|_| black_box(least).take()),
+        |n| (0..n).for_each(|_| black_box(mine).take()),
     );
-    rows.push(row(
-        &key("mutex_uncontended"),
-        &name("Mutex, uncontended"),
-        Unit::NsPerOp,
-        pair,
-    ));
-    let least = Least::<_>::new(BareSpinLock::new(0u64), c.clone());
-    let ours = lockmeter::SpinLock::named("bench.least.spinlock", 0u64);
-    let pair = ns_pair(
-        cfg,
-        |n| (0..n).for_each(|_| black_box(&least).take()),
-        |n| (0..n).for_each(|_| *black_box(&ours).lock() += 1),
-    );
-    rows.push(row(
-        &key("spinlock_uncontended"),
-        &name("SpinLock, uncontended"),
-        Unit::NsPerOp,
-        pair,
-    ));
+    let mut rows = vec![row_of("uncontended", Unit::NsPerOp, pair)];
     for (mix, work) in [("hammer", 0), ("work", WORK_ROUNDS)] {
-        let least = Least::<_>::new(parking_lot::Mutex::new(0u64), c.clone());
-        let ours = lockmeter::Mutex::named("bench.least.mutex", 0u64);
-        let pair = lock_pair(cfg, 2, work, false, least, ours);
-        rows.push(row(
-            &key(&format!("mutex_2t_{mix}")),
-            &name(&format!("Mutex, 2 threads, {mix}")),
-            Unit::MopsPerSec,
-            pair,
-        ));
-        let least = Least::<_>::new(BareSpinLock::new(0u64), c.clone());
-        let ours = lockmeter::SpinLock::named("bench.least.spinlock", 0u64);
-        let pair = lock_pair(cfg, 2, work, false, least, ours);
-        rows.push(row(
-            &key(&format!("spinlock_2t_{mix}")),
-            &name(&format!("SpinLock, 2 threads, {mix}")),
-            Unit::MopsPerSec,
-            pair,
-        ));
-    }
-    if let Some(r) = rows.first_mut() {
-        r.note = "ratio = lockmeter's observed lock / the least features around the bare \
-                  lock (the 'bare' column); above 1 (ns/op) or below 1 (Mops/s) is what \
-                  lockmeter's design costs over that floor"
-            .to_string();
+        let least = Least::<L>::new(raw(), c.clone());
+        let pair = lock_pair(cfg, 2, work, false, least, ours());
+        rows.push(row_of(&format!("2t_{mix}"), Unit::MopsPerSec, pair));
     }
     rows
 }
@@ -475,7 +449,17 @@ pub fn rows(cfg: &Config) -> Vec<Row> {
                   least.rs) / bare lock"
             .to_string();
     }
-    rows.extend(against_lockmeter(cfg));
+    let first = rows.len();
+    rows.extend(against_lockmeter(cfg, "Mutex", mutex, || {
+        lockmeter::Mutex::named("bench.least.mutex", 0u64)
+    }));
+    rows.extend(against_lockmeter(cfg, "SpinLock", spin, || {
+        lockmeter::SpinLock::named("bench.least.spinlock", 0u64)
+    }));
+    rows[first].note = "ratio = lockmeter's observed lock / the least features around the \
+                        bare lock (the 'bare' column); above 1 (ns/op) or below 1 (Mops/s) \
+                        is what lockmeter's design costs over that floor"
+        .to_string();
     rows
 }
 
