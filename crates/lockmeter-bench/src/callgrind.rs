@@ -39,6 +39,9 @@ pub enum Side {
     Instrumented(Phase),
     /// Observed by a scoped dispatcher, a global one installed too.
     Scoped,
+    /// The bare lock with the least the default features cost
+    /// (`least.rs`), a global layer installed: SpinLock and Mutex only.
+    Least,
 }
 
 impl Side {
@@ -48,6 +51,7 @@ impl Side {
             Side::Instrumented(Phase::Unobserved) => "unobserved",
             Side::Instrumented(Phase::Observed) => "observed",
             Side::Scoped => "scoped",
+            Side::Least => "least",
         }
     }
 
@@ -57,6 +61,7 @@ impl Side {
             "unobserved" => Some(Side::Instrumented(Phase::Unobserved)),
             "observed" => Some(Side::Instrumented(Phase::Observed)),
             "scoped" => Some(Side::Scoped),
+            "least" => Some(Side::Least),
             _ => None,
         }
     }
@@ -73,20 +78,21 @@ impl Runner for Child {
         match self.side {
             Side::Bare => warm_then_measure(self.ops, &mut bare),
             Side::Instrumented(_) | Side::Scoped => warm_then_measure(self.ops, &mut inst),
+            Side::Least => unreachable!("the least side runs `least::callgrind_loop`"),
         }
         // Nothing is timed in a child; the counts are callgrind's.
         Pair::from_runs(&[], &[])
     }
 }
 
-fn warm_then_measure(ops: u64, run: &mut impl FnMut(u64)) {
+fn warm_then_measure(ops: u64, run: &mut (impl FnMut(u64) + ?Sized)) {
     run(ops / 10 + 1);
     callgrind_measured(black_box(ops), run);
 }
 
 /// The operations callgrind counts: `run(ops)` and nothing else.
 #[inline(never)]
-fn callgrind_measured(ops: u64, run: &mut impl FnMut(u64)) {
+fn callgrind_measured(ops: u64, run: &mut (impl FnMut(u64) + ?Sized)) {
     run(ops);
 }
 
@@ -105,9 +111,15 @@ pub fn child(spec: &str, ops: u64) -> Result<(), String> {
         .ok_or_else(|| format!("no uncontended row {what:?}"))?;
     use tracing_subscriber::layer::SubscriberExt;
     let layered = || tracing_subscriber::registry().with(lockmeter::Layer::new());
-    if matches!(side, Side::Instrumented(Phase::Observed) | Side::Scoped) {
+    if matches!(
+        side,
+        Side::Instrumented(Phase::Observed) | Side::Scoped | Side::Least
+    ) {
         tracing::subscriber::set_global_default(layered())
             .map_err(|e| format!("could not install the layer: {e}"))?;
+    }
+    if side == Side::Least {
+        return crate::least::callgrind_loop(what, &mut |run| warm_then_measure(ops, run));
     }
     let run = || (op.child)(&Child { side, ops });
     if side == Side::Scoped {
@@ -199,6 +211,26 @@ pub fn rows(only: &[String], ops: u64) -> Vec<Row> {
             );
             let note = "bare: the same lockmeter loop under the global dispatcher";
             rows.push(filled(row, &observed, &counted(Side::Scoped), note));
+            let least = counted(Side::Least);
+            let row = Row::new(
+                &format!("callgrind_least_{}", op.what),
+                &format!("callgrind least features, {}", op.label),
+                Unit::InstrPerOp,
+                Goal::Info,
+            );
+            let note = format!("{note_least}; bare: {}", op.bare, note_least = LEAST_NOTE);
+            rows.push(filled(row, &bare, &least, &note));
+            let row = Row::new(
+                &format!("callgrind_observed_vs_least_{}", op.what),
+                &format!(
+                    "callgrind observed {}, against the least features",
+                    op.label
+                ),
+                Unit::InstrPerOp,
+                Goal::Info,
+            );
+            let note = "bare: the least features around the bare lock (least.rs)";
+            rows.push(filled(row, &least, &observed, note));
         }
     }
     if let Ok(dir) = dir {
@@ -207,7 +239,12 @@ pub fn rows(only: &[String], ops: u64) -> Vec<Row> {
     rows
 }
 
-/// The rows that also get a scoped-vs-global count, as the timed mode rows.
+/// What the `callgrind_least_*` rows count.
+const LEAST_NOTE: &str = "the bare lock with the least lockmeter's default features cost \
+                          (least.rs), a global layer installed";
+
+/// The rows that also get a scoped-vs-global count, as the timed mode
+/// rows, and a count of the least features (`least.rs`).
 const SCOPED: [&str; 2] = ["spinlock", "mutex"];
 
 /// `row` (as information: counts have no goal) with Ir/op `inst`
@@ -260,6 +297,7 @@ mod tests {
             Side::Instrumented(Phase::Unobserved),
             Side::Instrumented(Phase::Observed),
             Side::Scoped,
+            Side::Least,
         ] {
             assert_eq!(Side::parse(side.key()), Some(side));
         }

@@ -463,6 +463,38 @@ pub fn rows(cfg: &Config) -> Vec<Row> {
     rows
 }
 
+/// The `least` side of a `--callgrind` child for row `what` (`mutex` or
+/// `spinlock`): the least features around the bare lock, one loop handed
+/// to `measure` (warm-up, then the counted run).
+pub fn callgrind_loop(
+    what: &str,
+    measure: &mut dyn FnMut(&mut dyn FnMut(u64)),
+) -> Result<(), String> {
+    let c = quanta::Clock::new();
+    match what {
+        "mutex" => {
+            let least = Box::new(crate::contended::Aligned(Least::<_>::new(
+                parking_lot::Mutex::new(0u64),
+                c,
+            )));
+            measure(&mut |n| (0..n).for_each(|_| black_box(&least.0).take()));
+        }
+        "spinlock" => {
+            let least = Box::new(crate::contended::Aligned(Least::<_>::new(
+                BareSpinLock::new(0u64),
+                c,
+            )));
+            measure(&mut |n| (0..n).for_each(|_| black_box(&least.0).take()));
+        }
+        _ => {
+            return Err(format!(
+                "no least-features loop for {what:?} (mutex, spinlock)"
+            ))
+        }
+    }
+    Ok(())
+}
+
 /// The least-features row of this run that is the floor under the
 /// goal row `key`, if that row is one of those [`rows`] has a floor for.
 fn floor_key(key: &str) -> Option<String> {
