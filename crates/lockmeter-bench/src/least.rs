@@ -463,13 +463,13 @@ pub fn rows(cfg: &Config) -> Vec<Row> {
     rows
 }
 
+/// A loop of `n` operations, as `--callgrind` runs it.
+pub type OpsLoop<'a> = &'a mut dyn FnMut(u64);
+
 /// The `least` side of a `--callgrind` child for row `what` (`mutex` or
 /// `spinlock`): the least features around the bare lock, one loop handed
 /// to `measure` (warm-up, then the counted run).
-pub fn callgrind_loop(
-    what: &str,
-    measure: &mut dyn FnMut(&mut dyn FnMut(u64)),
-) -> Result<(), String> {
+pub fn callgrind_loop(what: &str, measure: &mut dyn FnMut(OpsLoop<'_>)) -> Result<(), String> {
     let c = quanta::Clock::new();
     match what {
         "mutex" => {
