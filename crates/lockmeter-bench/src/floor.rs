@@ -15,6 +15,11 @@
 //!   tracing for the dispatcher in effect, compare it with a remembered
 //!   one, and count the acquisition at its site.
 //!
+//! - **Unobserved `sync::RwLock` read.** lockmeter's std-API RwLock is
+//!   built on parking_lot's raw RwLock: that lock's read against std's
+//!   own (futex) RwLock's, with no lockmeter code, is the floor of that
+//!   design under the unobserved row's 1.05.
+//!
 //! `docs/performance.md` ("What misses, and what it would take") reads
 //! these rows.
 
@@ -158,6 +163,7 @@ pub fn rows(cfg: &Config) -> Vec<Row> {
     );
     rows.push(row("SpinLock", 2, "inside", p));
     rows.extend(observed_rows(cfg));
+    rows.push(rwlock_read_row(cfg));
     if let Some(r) = rows.first_mut() {
         r.note = "no profiler in these rows: ratio = bare lock with one thread-local \
                   increment per acquisition / bare lock; the floor under the contended \
@@ -219,4 +225,36 @@ fn observed_rows(cfg: &Config) -> Vec<Row> {
                     does (get_default, one compare, one per-site count) / bare lock"
         .to_string();
     rows
+}
+
+/// parking_lot's RwLock read (what `lockmeter::sync::RwLock` is built
+/// on) against std's, one thread, no profiler: the floor under the
+/// unobserved `sync::RwLock` read row.
+fn rwlock_read_row(cfg: &Config) -> Row {
+    let std_lock = std::sync::RwLock::new(1u64);
+    let pl = parking_lot::RwLock::new(1u64);
+    let pair = crate::measure::ns_pair(
+        cfg,
+        |n| {
+            for _ in 0..n {
+                black_box(*black_box(&std_lock).read().unwrap());
+            }
+        },
+        |n| {
+            for _ in 0..n {
+                black_box(*black_box(&pl).read());
+            }
+        },
+    );
+    Row::new(
+        "floor_parking_lot_rwlock_read_vs_std",
+        "floor: parking_lot RwLock read against std's (.read().unwrap())",
+        Unit::NsPerOp,
+        Goal::Info,
+    )
+    .with_pair(pair)
+    .note(
+        "no profiler: ratio = parking_lot::RwLock read / std::sync::RwLock read; the raw \
+         lock under lockmeter::sync::RwLock, so the floor of its unobserved read row",
+    )
 }
