@@ -240,12 +240,13 @@ impl<L: Raw, const PARTS: u8> Least<L, PARTS> {
         }
         // The state: a generation above, the count of held records
         // in the low byte; each change is the next generation.
-        let gen = (t.state.load(Relaxed) >> 8) + 1;
-        if has(part::RECORD) {
+        let gen = has(part::RECORD).then(|| {
+            let gen = (t.state.load(Relaxed) >> 8) + 1;
             t.state.store(gen << 8 | 1, Release);
-        }
+            gen
+        });
         critical(&mut guard);
-        if has(part::RECORD) {
+        if let Some(gen) = gen {
             t.state.store((gen + 1) << 8, Release);
         }
         drop(guard);
@@ -340,7 +341,7 @@ fn uncontended_set<L: Raw>(cfg: &Config, name: &str, new: impl Fn() -> L) -> Vec
 
 /// `threads` threads on one lock in `mix` (`work` rounds between
 /// acquisitions): the bare lock against the same kind with `PARTS`.
-fn contended<L: Raw, const PARTS: u8>(
+fn contended<L: Raw + Take, const PARTS: u8>(
     cfg: &Config,
     name: &str,
     threads: usize,
@@ -349,7 +350,7 @@ fn contended<L: Raw, const PARTS: u8>(
     clock: &quanta::Clock,
 ) -> Row {
     let least = Least::<L, PARTS>::new(new(), clock.clone());
-    let pair = lock_pair(cfg, threads, work, false, Bare(new()), least);
+    let pair = lock_pair(cfg, threads, work, false, new(), least);
     let (key, label) = parts_name(PARTS);
     row(
         &format!("least_{}_{threads}t_{mix}{key}", name.to_lowercase()),
@@ -359,20 +360,10 @@ fn contended<L: Raw, const PARTS: u8>(
     )
 }
 
-/// A bare lock taken as the bench's contended loop takes it.
-struct Bare<L>(L);
-
-impl<L: Raw> Take for Bare<L> {
-    #[inline]
-    fn take(&self) {
-        *self.0.wait() += 1;
-    }
-}
-
 /// One lock's contended rows: every part in `hammer` and `work` at 2 and
 /// 8 threads, and 2-thread `hammer` (where the gap between a thread's
 /// unlock and its next attempt decides the row) with each part left out.
-fn contended_set<L: Raw>(cfg: &Config, name: &str, new: impl Fn() -> L + Copy) -> Vec<Row> {
+fn contended_set<L: Raw + Take>(cfg: &Config, name: &str, new: impl Fn() -> L + Copy) -> Vec<Row> {
     use part::*;
     let c = quanta::Clock::new();
     let (hammer, work) = (("hammer", 0), ("work", WORK_ROUNDS));

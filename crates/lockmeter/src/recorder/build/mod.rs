@@ -303,7 +303,7 @@ impl Grouper {
         for lock in &mut self.locks {
             lock.rows.sort_by_cached_key(|&r| {
                 let row = &rows[r as usize];
-                (rank[row.site as usize], mode_order(row.mode))
+                (rank[row.site as usize], row.mode.label_order())
             });
             lock.sites = Vec::with_capacity(lock.rows.len());
             for (pos, &r) in lock.rows.iter().enumerate() {
@@ -410,17 +410,6 @@ impl LockAcc {
                 self.holders.push(h);
             }
         }
-    }
-}
-
-/// A mode's place in the order of its label as text (no label first), so
-/// that sorting by it sorts as the labels do (checked by a test).
-fn mode_order(mode: Mode) -> u8 {
-    match mode {
-        Mode::Exclusive => 0,
-        Mode::Read => 1,
-        Mode::Upgradable => 2,
-        Mode::Write => 3,
     }
 }
 

@@ -294,7 +294,7 @@ fn snapshots_equal_merging_by_text() {
 fn the_mode_order_is_the_order_of_the_labels() {
     let modes = [Mode::Exclusive, Mode::Read, Mode::Write, Mode::Upgradable];
     let mut by_order = modes;
-    by_order.sort_by_key(|&m| super::mode_order(m));
+    by_order.sort_by_key(|&m| m.label_order());
     let mut by_label = modes;
     by_label.sort_by_key(|m| m.label());
     assert_eq!(by_order.map(Mode::label), by_label.map(Mode::label));
