@@ -32,6 +32,7 @@ mod host;
 mod least;
 mod measure;
 mod memory;
+mod placement;
 mod prometheus;
 mod report;
 mod scrape_trace;
@@ -64,7 +65,7 @@ struct Args {
     /// time (which leaves out time spent preempted by other processes).
     #[arg(long)]
     wall_clock: bool,
-    /// Run only these steps (comma-separated): unobserved, components,
+    /// Run only these steps (comma-separated): unobserved, placement, components,
     /// stacks, observed, modes, contended, floor, least, memory, waitqueue,
     /// snapshot, selfcost; with
     /// --prometheus: observed, contended, trace, scrape; with --callgrind: the
@@ -139,6 +140,7 @@ fn main() {
         rows.extend(dropin::rows(&cfg, Phase::Unobserved));
         rows
     });
+    step("placement", &mut || placement::rows(&cfg));
 
     let layer = if args.prometheus {
         let config = lockmeter::export::ExportConfig::default()

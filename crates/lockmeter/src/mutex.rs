@@ -39,13 +39,14 @@ use crate::recorder;
 
 /// A mutex over the raw lock `R` that records contention per call site.
 ///
-/// `repr(C)` keeps the lock word first, followed by the per-instance fields
-/// written on every acquisition: on one cache line with it, so a hand-off
-/// moves as few lines as it can (see the layout of `meter::Meta`).
+/// `repr(C)` puts the per-instance fields first and the lock word right
+/// before the data, so the lock word and the data share a cache line
+/// wherever a bare lock's would, and a line-aligned lock keeps all three on
+/// one line (see the layout of `meter::Meta`).
 #[repr(C)]
 pub struct MeteredMutex<R: RawMutex, T: ?Sized> {
-    raw: R,
     meta: Meta,
+    raw: R,
     data: UnsafeCell<T>,
 }
 

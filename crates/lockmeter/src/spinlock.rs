@@ -30,12 +30,12 @@ use crate::primitive::{loom_const_fn, AtomicBool, Ordering};
 /// assert!(COUNTER.try_lock().is_some());
 /// ```
 ///
-/// `repr(C)`: the lock word first, then the fields written on every
-/// acquisition, on one cache line with it.
+/// `repr(C)`: the per-instance fields, then the lock word right before the
+/// data, as in a bare lock (see the layout of `meter::Meta`).
 #[repr(C)]
 pub struct SpinLock<T: ?Sized> {
-    locked: AtomicBool,
     meta: Meta,
+    locked: AtomicBool,
     data: UnsafeCell<T>,
 }
 

@@ -49,32 +49,33 @@ pub(crate) use self::wait::{WaitStats, WakeCall};
 
 /// Per-instance metering state, embedded in every instrumented lock: what
 /// the instance is (its class and [`LockKind`], fixed when it is built) and
-/// the notes its acquisitions leave. Touched only while observed; the
-/// fields sit next to the lock word, on a cache line the acquiring thread
-/// owns anyway.
+/// the notes its acquisitions leave. Touched only while observed.
 ///
-/// 48 bytes, `repr(C)`, so that after a lock word of up to 8 bytes an
-/// 8-byte value guarded by the lock still starts on the lock's cache line
-/// (offset 56) when the lock is line-aligned: at 64 bytes it started on the
-/// next line, and every hand-off moved two lines instead of one (the
-/// unobserved SpinLock's `work` throughput was 0.67 of a bare one's, see
-/// `docs/performance.md`). Hence the class name kept as a pointer and a
-/// 32-bit length, and 32-bit thread and recorder tokens.
+/// 48 bytes, `repr(C)`, and placed *before* the lock word in every lock
+/// that guards data (`[Meta][lock word][data]`), so that the lock word and
+/// the data sit side by side as in the bare lock:
+/// - after the lock word, the Meta put the data 56 bytes away, on the next
+///   cache line wherever the lock was not line-aligned (7 placements in 8).
+///   On an Intel Xeon host that cost the unobserved Mutex, `RwLock` write
+///   and `FairMutex` 15-18 % of a bare lock's uncontended time, whose
+///   unlock is a locked instruction (a bare parking_lot Mutex with its data
+///   put 56 bytes away paid the same; `docs/performance.md`, "Session 16").
+/// - before it, a line-aligned lock still has the Meta, the lock word and
+///   an 8-byte value on one line (lock word at 48, value at 56); that
+///   placement keeps a hand-off to one line (session 8).
+///
+/// Hence the class name kept as a pointer and a 32-bit length, and 32-bit
+/// thread and recorder tokens. The fields an acquisition writes come last,
+/// nearest the lock word.
 #[repr(C)]
 pub(crate) struct Meta {
-    /// The call site of the current (or last) holder.
-    holder: AtomicPtr<Location<'static>>,
-    /// Who waits for the lock now, so that a releasing holder can be
-    /// blamed for it (`stacks::blame`); read by every timed release.
-    blame: Blame,
     /// The bytes of [`Class::name`], null for an unnamed class.
     name_ptr: *const u8,
     /// [`Class::created_at`].
     created_at: &'static Location<'static>,
-    /// The [`thread_token`] of the thread that acquired last, for `bounces`.
-    owner: AtomicU32,
-    /// The serial of the recorder that counted this instance, for `instances`.
-    seen: AtomicU32,
+    /// Who waits for the lock now, so that a releasing holder can be
+    /// blamed for it (`stacks::blame`); read by every timed release.
+    blame: Blame,
     /// The length of [`Class::name`].
     name_len: u32,
     /// [`Class::role`] and the [`LockKind`] as they enter
@@ -84,8 +85,14 @@ pub(crate) struct Meta {
     /// Semaphores only: set once a permit was taken by `down` or given by
     /// `up` while observed. Such permits belong to no guard and any thread
     /// may return one, so a wait on the semaphore is never part of a
-    /// reported deadlock (`now`). In the padding at the end: free.
+    /// reported deadlock (`now`). In padding: free.
     pub(crate) loose: AtomicBool,
+    /// The call site of the current (or last) holder.
+    holder: AtomicPtr<Location<'static>>,
+    /// The [`thread_token`] of the thread that acquired last, for `bounces`.
+    owner: AtomicU32,
+    /// The serial of the recorder that counted this instance, for `instances`.
+    seen: AtomicU32,
 }
 
 // SAFETY: `name_ptr` is the pointer of a `&'static str`, which any thread
@@ -113,15 +120,15 @@ impl Meta {
             None => (std::ptr::null(), 0),
         };
         Meta {
-            holder: AtomicPtr::new(std::ptr::null_mut()),
-            blame: Blame::new(),
             name_ptr,
             created_at: class.created_at,
-            owner: AtomicU32::new(0),
-            seen: AtomicU32::new(0),
+            blame: Blame::new(),
             name_len,
             tag: Meta::tag_of(class.role, kind),
             loose: AtomicBool::new(false),
+            holder: AtomicPtr::new(std::ptr::null_mut()),
+            owner: AtomicU32::new(0),
+            seen: AtomicU32::new(0),
         }
     }
 

@@ -127,12 +127,12 @@ macro_rules! force_unlocks {
 /// A reader-writer lock over the raw lock `R` that records contention per
 /// call site and mode.
 ///
-/// `repr(C)`: the lock word first, then the fields written on every
-/// acquisition, on one cache line (see `MeteredMutex`).
+/// `repr(C)`: the per-instance fields, then the lock word right before the
+/// data (see `MeteredMutex`).
 #[repr(C)]
 pub struct MeteredRwLock<R: RawRwLock, T: ?Sized> {
-    raw: R,
     meta: Meta,
+    raw: R,
     data: UnsafeCell<T>,
 }
 

@@ -1,0 +1,188 @@
+//! Where a lock sits in its cache line, and what that costs unobserved.
+//!
+//! The uncontended rows keep their locks wherever the stack puts them, so
+//! one build's rows can land every lockmeter lock at one line offset and
+//! the next build's at another. Whether the lock word and the guarded data
+//! share a line depends on that offset, and on an Intel Xeon host a lock
+//! whose unlock is a locked instruction paid 15-18 % when they did not
+//! (`docs/performance.md`, "Session 16"). These rows put the bare lock and
+//! lockmeter's at each of the eight 8-byte offsets of a line in turn, and
+//! judge the mean over them: the expected cost of a lock placed anywhere.
+
+use std::hint::black_box;
+use std::mem::MaybeUninit;
+
+use crate::bare::BareSpinLock;
+use crate::measure::{ns_pair, Config, Pair};
+use crate::report::{Row, Unit};
+use crate::uncontended::UNOBSERVED_GOAL;
+
+/// Line-aligned room for a value at any offset within its first line.
+#[repr(C, align(64))]
+struct Lines([MaybeUninit<u8>; 256]);
+
+/// A `T` placed `offset` bytes into a line-aligned buffer of its own.
+struct Placed<T> {
+    buf: Box<Lines>,
+    offset: usize,
+    _owns: std::marker::PhantomData<T>,
+}
+
+impl<T> Placed<T> {
+    fn new(offset: usize, value: T) -> Placed<T> {
+        assert!(offset.is_multiple_of(std::mem::align_of::<T>()));
+        assert!(offset + std::mem::size_of::<T>() <= std::mem::size_of::<Lines>());
+        let mut buf = Box::new(Lines([MaybeUninit::uninit(); 256]));
+        // SAFETY: in bounds and aligned (asserted above; the buffer is
+        // 64-byte aligned and `offset` a multiple of `T`'s alignment).
+        unsafe { buf.0.as_mut_ptr().add(offset).cast::<T>().write(value) };
+        Placed {
+            buf,
+            offset,
+            _owns: std::marker::PhantomData,
+        }
+    }
+
+    fn get(&self) -> &T {
+        // SAFETY: written in `new`, dropped only in `drop`.
+        unsafe { &*self.buf.0.as_ptr().add(self.offset).cast::<T>() }
+    }
+}
+
+impl<T> Drop for Placed<T> {
+    fn drop(&mut self) {
+        // SAFETY: written in `new`; dropped once, here.
+        unsafe {
+            self.buf
+                .0
+                .as_mut_ptr()
+                .add(self.offset)
+                .cast::<T>()
+                .drop_in_place()
+        };
+    }
+}
+
+/// The line offsets tried.
+const OFFSETS: [usize; 8] = [0, 8, 16, 24, 32, 40, 48, 56];
+
+/// One pair at `offset`: `op` on the bare lock and on lockmeter's, each
+/// placed there. The operations are generic, not `fn` pointers, so that
+/// each loop inlines its lock as the uncontended rows' loops do.
+fn at<B, I>(
+    cfg: &Config,
+    offset: usize,
+    (bare, inst): (B, I),
+    op_bare: &impl Fn(&B),
+    op_inst: &impl Fn(&I),
+) -> Pair {
+    let (bare, inst) = (Placed::new(offset, bare), Placed::new(offset, inst));
+    let (b, i) = (bare.get(), inst.get());
+    ns_pair(
+        cfg,
+        |n| {
+            for _ in 0..n {
+                op_bare(black_box(b));
+            }
+        },
+        |n| {
+            for _ in 0..n {
+                op_inst(black_box(i));
+            }
+        },
+    )
+}
+
+/// The rows of one lock: every offset, then the mean over them.
+fn lock_rows<B, I>(
+    cfg: &Config,
+    what: &str,
+    name: &str,
+    new: impl Fn() -> (B, I),
+    op_bare: impl Fn(&B),
+    op_inst: impl Fn(&I),
+) -> Vec<Row> {
+    let pairs: Vec<(usize, Pair)> = OFFSETS
+        .iter()
+        .map(|&o| (o, at(cfg, o, new(), &op_bare, &op_inst)))
+        .collect();
+    let mut rows: Vec<Row> = pairs
+        .iter()
+        .map(|&(o, pair)| {
+            Row::new(
+                &format!("placement_unobserved_{what}_at_{o}"),
+                &format!("unobserved {name}, both locks at line offset {o}"),
+                Unit::NsPerOp,
+                crate::report::Goal::Info,
+            )
+            .with_pair(pair)
+        })
+        .collect();
+    let mean = |f: fn(&Pair) -> f64| pairs.iter().map(|(_, p)| f(p)).sum::<f64>() / 8.0;
+    let (bare, inst) = (mean(|p| p.bare), mean(|p| p.instrumented));
+    let mut summary = Row::new(
+        &format!("placement_unobserved_{what}_mean"),
+        &format!("unobserved {name}, mean over the 8 line offsets"),
+        Unit::NsPerOp,
+        UNOBSERVED_GOAL,
+    )
+    .note(format!(
+        "a lock placed anywhere: the mean ns of the 8 offset rows, lockmeter's over the bare lock's; worst offset {:.2}",
+        pairs.iter().map(|(_, p)| p.ratio).fold(0.0, f64::max)
+    ));
+    summary.bare = Some(bare);
+    summary.instrumented = Some(inst);
+    summary.ratio = Some(inst / bare);
+    summary.host_probe = pairs
+        .iter()
+        .map(|(_, p)| p.host_probe)
+        .filter(|p| p.is_finite())
+        .reduce(f64::max);
+    rows.push(summary);
+    rows
+}
+
+/// Mutex and RwLock write (a locked instruction to unlock) and SpinLock
+/// (a plain store), unobserved, at every line offset.
+pub fn rows(cfg: &Config) -> Vec<Row> {
+    let mut rows = lock_rows(
+        cfg,
+        "mutex",
+        "Mutex",
+        || {
+            (
+                parking_lot::Mutex::new(0u64),
+                lockmeter::Mutex::named("bench.placement.mutex", 0u64),
+            )
+        },
+        |l: &parking_lot::Mutex<u64>| *l.lock() += 1,
+        |l: &lockmeter::Mutex<u64>| *l.lock() += 1,
+    );
+    rows.extend(lock_rows(
+        cfg,
+        "rwlock_write",
+        "RwLock write",
+        || {
+            (
+                parking_lot::RwLock::new(0u64),
+                lockmeter::RwLock::named("bench.placement.rwlock", 0u64),
+            )
+        },
+        |l: &parking_lot::RwLock<u64>| *l.write() += 1,
+        |l: &lockmeter::RwLock<u64>| *l.write() += 1,
+    ));
+    rows.extend(lock_rows(
+        cfg,
+        "spinlock",
+        "SpinLock",
+        || {
+            (
+                BareSpinLock::new(0u64),
+                lockmeter::SpinLock::named("bench.placement.spinlock", 0u64),
+            )
+        },
+        |l: &BareSpinLock<u64>| *l.lock() += 1,
+        |l: &lockmeter::SpinLock<u64>| *l.lock() += 1,
+    ));
+    rows
+}
