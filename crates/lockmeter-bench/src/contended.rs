@@ -191,6 +191,8 @@ const MUTEX: &str = "bench.contended.mutex";
 const SPINLOCK: &str = "bench.contended.spinlock";
 const MIXED_MUTEX: &str = "bench.contended.many_sites.mutex";
 const MIXED_SPINLOCK: &str = "bench.contended.many_sites.spinlock";
+const UNALIGNED_MUTEX: &str = "bench.contended.unaligned.mutex";
+const UNALIGNED_SPINLOCK: &str = "bench.contended.unaligned.spinlock";
 
 /// Contention at the hot site (the one with most acquisitions) and at
 /// all the others, as the layer counted it for class `id`.
@@ -319,6 +321,7 @@ pub fn rows(cfg: &Config, handle: &lockmeter::Handle) -> Vec<Row> {
     );
     let note = format!("{}; {}", r.note, sites_note(handle, MIXED_SPINLOCK));
     rows.push(r.note(note));
+    rows.extend(unaligned_rows(cfg, handle));
     let steal = match (steal_before, cpu_steal()) {
         (Some((s0, t0)), Some((s1, t1))) if t1 > t0 => format!(
             "; hypervisor steal during these rows: {:.1}% of CPU time",
@@ -334,6 +337,42 @@ pub fn rows(cfg: &Config, handle: &lockmeter::Handle) -> Vec<Row> {
         );
     }
     rows
+}
+
+/// The line offset of [`unaligned_rows`]: a lock inside a struct, not on
+/// a line of its own.
+const UNALIGNED_AT: usize = 24;
+
+/// The 2-thread `work` rows with both locks at [`UNALIGNED_AT`] bytes
+/// into a line instead of at its start: where a hand-off may move two
+/// lines, depending on where the lock word, the notes and the data fall.
+fn unaligned_rows(cfg: &Config, handle: &lockmeter::Handle) -> Vec<Row> {
+    use crate::placement::Placed;
+    let mix = &format!("work, at line offset {UNALIGNED_AT}");
+    let measure = || {
+        let inst = Placed::new(UNALIGNED_AT, lockmeter::Mutex::named(UNALIGNED_MUTEX, 0u64));
+        let bare = Placed::new(UNALIGNED_AT, parking_lot::Mutex::new(0u64));
+        lock_pair(cfg, 2, WORK_ROUNDS, false, bare, inst)
+    };
+    let mutex = row(handle, UNALIGNED_MUTEX, "Mutex", 2, mix, WORK_GOAL, measure);
+    let measure = || {
+        let inst = Placed::new(
+            UNALIGNED_AT,
+            lockmeter::SpinLock::named(UNALIGNED_SPINLOCK, 0u64),
+        );
+        let bare = Placed::new(UNALIGNED_AT, BareSpinLock::new(0u64));
+        lock_pair(cfg, 2, WORK_ROUNDS, false, bare, inst)
+    };
+    let spinlock = row(
+        handle,
+        UNALIGNED_SPINLOCK,
+        "SpinLock",
+        2,
+        mix,
+        WORK_GOAL,
+        measure,
+    );
+    vec![mutex, spinlock]
 }
 
 #[cfg(test)]

@@ -22,14 +22,14 @@ use crate::uncontended::UNOBSERVED_GOAL;
 struct Lines([MaybeUninit<u8>; 256]);
 
 /// A `T` placed `offset` bytes into a line-aligned buffer of its own.
-struct Placed<T> {
+pub(crate) struct Placed<T> {
     buf: Box<Lines>,
     offset: usize,
     _owns: std::marker::PhantomData<T>,
 }
 
 impl<T> Placed<T> {
-    fn new(offset: usize, value: T) -> Placed<T> {
+    pub(crate) fn new(offset: usize, value: T) -> Placed<T> {
         assert!(offset.is_multiple_of(std::mem::align_of::<T>()));
         assert!(offset + std::mem::size_of::<T>() <= std::mem::size_of::<Lines>());
         let mut buf = Box::new(Lines([MaybeUninit::uninit(); 256]));
@@ -43,7 +43,7 @@ impl<T> Placed<T> {
         }
     }
 
-    fn get(&self) -> &T {
+    pub(crate) fn get(&self) -> &T {
         // SAFETY: written in `new`, dropped only in `drop`.
         unsafe { &*self.buf.0.as_ptr().add(self.offset).cast::<T>() }
     }
@@ -60,6 +60,19 @@ impl<T> Drop for Placed<T> {
                 .cast::<T>()
                 .drop_in_place()
         };
+    }
+}
+
+// SAFETY: a `Placed<T>` owns its `T` as a `Box<T>` would.
+unsafe impl<T: Sync> Sync for Placed<T> {}
+// SAFETY: as above.
+unsafe impl<T: Send> Send for Placed<T> {}
+
+impl<T: crate::contended::Take> crate::contended::Take for Placed<T> {
+    #[inline]
+    #[track_caller]
+    fn take(&self) {
+        self.get().take()
     }
 }
 
