@@ -140,7 +140,9 @@ fn main() {
         rows.extend(dropin::rows(&cfg, Phase::Unobserved));
         rows
     });
-    step("placement", &mut || placement::rows(&cfg));
+    step("placement", &mut || {
+        placement::rows(&cfg, Phase::Unobserved)
+    });
 
     let layer = if args.prometheus {
         let config = lockmeter::export::ExportConfig::default()
@@ -185,6 +187,7 @@ fn main() {
             rows.extend(dropin::rows(&cfg, Phase::Observed));
             rows
         });
+        step("placement", &mut || placement::rows(&cfg, Phase::Observed));
         step("modes", &mut || uncontended::mode_rows(&cfg));
         step("contended", &mut || contended::rows(&cfg, &handle));
         step("floor", &mut || floor::rows(&cfg));

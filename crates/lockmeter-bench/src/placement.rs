@@ -8,14 +8,16 @@
 //! (`docs/performance.md`, "Session 16"). These rows put the bare lock and
 //! lockmeter's at each of the eight 8-byte offsets of a line in turn, and
 //! judge the mean over them: the expected cost of a lock placed anywhere.
+//! Observed, the same rows show what the per-instance notes' place costs
+//! (they precede the lock word, and may sit on the line before it).
 
 use std::hint::black_box;
 use std::mem::MaybeUninit;
 
 use crate::bare::BareSpinLock;
 use crate::measure::{ns_pair, Config, Pair};
-use crate::report::{Row, Unit};
-use crate::uncontended::UNOBSERVED_GOAL;
+use crate::report::{Goal, Row, Unit};
+use crate::uncontended::{Phase, UNOBSERVED_GOAL};
 
 /// Line-aligned room for a value at any offset within its first line.
 #[repr(C, align(64))]
@@ -106,9 +108,12 @@ fn at<B, I>(
     )
 }
 
-/// The rows of one lock: every offset, then the mean over them.
+/// The rows of one lock: every offset, then the mean over them (judged
+/// against the unobserved goal when unobserved; observed, the goal is the
+/// uncontended rows').
 fn lock_rows<B, I>(
     cfg: &Config,
+    phase: Phase,
     what: &str,
     name: &str,
     new: impl Fn() -> (B, I),
@@ -123,10 +128,10 @@ fn lock_rows<B, I>(
         .iter()
         .map(|&(o, pair)| {
             Row::new(
-                &format!("placement_unobserved_{what}_at_{o}"),
-                &format!("unobserved {name}, both locks at line offset {o}"),
+                &format!("placement_{}_{what}_at_{o}", phase.key()),
+                &format!("{} {name}, both locks at line offset {o}", phase.key()),
                 Unit::NsPerOp,
-                crate::report::Goal::Info,
+                Goal::Info,
             )
             .with_pair(pair)
         })
@@ -134,10 +139,13 @@ fn lock_rows<B, I>(
     let mean = |f: fn(&Pair) -> f64| pairs.iter().map(|(_, p)| f(p)).sum::<f64>() / 8.0;
     let (bare, inst) = (mean(|p| p.bare), mean(|p| p.instrumented));
     let mut summary = Row::new(
-        &format!("placement_unobserved_{what}_mean"),
-        &format!("unobserved {name}, mean over the 8 line offsets"),
+        &format!("placement_{}_{what}_mean", phase.key()),
+        &format!("{} {name}, mean over the 8 line offsets", phase.key()),
         Unit::NsPerOp,
-        UNOBSERVED_GOAL,
+        match phase {
+            Phase::Unobserved => UNOBSERVED_GOAL,
+            Phase::Observed => Goal::Info,
+        },
     )
     .note(format!(
         "a lock placed anywhere: the mean ns of the 8 offset rows, lockmeter's over the bare lock's; worst offset {:.2}",
@@ -156,10 +164,11 @@ fn lock_rows<B, I>(
 }
 
 /// Mutex and RwLock write (a locked instruction to unlock) and SpinLock
-/// (a plain store), unobserved, at every line offset.
-pub fn rows(cfg: &Config) -> Vec<Row> {
+/// (a plain store) at every line offset; observed, Mutex and SpinLock.
+pub fn rows(cfg: &Config, phase: Phase) -> Vec<Row> {
     let mut rows = lock_rows(
         cfg,
+        phase,
         "mutex",
         "Mutex",
         || {
@@ -171,21 +180,25 @@ pub fn rows(cfg: &Config) -> Vec<Row> {
         |l: &parking_lot::Mutex<u64>| *l.lock() += 1,
         |l: &lockmeter::Mutex<u64>| *l.lock() += 1,
     );
+    if phase == Phase::Unobserved {
+        rows.extend(lock_rows(
+            cfg,
+            phase,
+            "rwlock_write",
+            "RwLock write",
+            || {
+                (
+                    parking_lot::RwLock::new(0u64),
+                    lockmeter::RwLock::named("bench.placement.rwlock", 0u64),
+                )
+            },
+            |l: &parking_lot::RwLock<u64>| *l.write() += 1,
+            |l: &lockmeter::RwLock<u64>| *l.write() += 1,
+        ));
+    }
     rows.extend(lock_rows(
         cfg,
-        "rwlock_write",
-        "RwLock write",
-        || {
-            (
-                parking_lot::RwLock::new(0u64),
-                lockmeter::RwLock::named("bench.placement.rwlock", 0u64),
-            )
-        },
-        |l: &parking_lot::RwLock<u64>| *l.write() += 1,
-        |l: &lockmeter::RwLock<u64>| *l.write() += 1,
-    ));
-    rows.extend(lock_rows(
-        cfg,
+        phase,
         "spinlock",
         "SpinLock",
         || {

@@ -56,10 +56,12 @@ pub(crate) use self::wait::{WaitStats, WakeCall};
 /// the data sit side by side as in the bare lock:
 /// - after the lock word, the Meta put the data 56 bytes away, on the next
 ///   cache line wherever the lock was not line-aligned (7 placements in 8).
-///   On an Intel Xeon host that cost the unobserved Mutex, `RwLock` write
-///   and `FairMutex` 15-18 % of a bare lock's uncontended time, whose
-///   unlock is a locked instruction (a bare parking_lot Mutex with its data
-///   put 56 bytes away paid the same; `docs/performance.md`, "Session 16").
+///   On an Intel Xeon host that cost the unobserved Mutex and `RwLock`
+///   write (locks whose unlock is a locked instruction) 14-18 % of the
+///   bare lock's uncontended time, and a contended 2-thread lock 24 bytes
+///   into a line about a third of its throughput (a bare parking_lot
+///   Mutex with its data 56 bytes away paid the same uncontended;
+///   `docs/performance.md`, "Session 16").
 /// - before it, a line-aligned lock still has the Meta, the lock word and
 ///   an 8-byte value on one line (lock word at 48, value at 56); that
 ///   placement keeps a hand-off to one line (session 8).
