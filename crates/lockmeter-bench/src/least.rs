@@ -324,6 +324,47 @@ fn uncontended<L: Raw, const PARTS: u8>(
     )
 }
 
+/// Like [`uncontended`], in the uncontended rows' own loop
+/// shape (`uncontended.rs`, `same_op!`): each lock's address hidden from
+/// the optimizer once, before the loop, not reloaded through `black_box`
+/// on every iteration. The reload puts a store-forwarded load in front of
+/// each locked instruction on both sides, which hides part of what the
+/// bookkeeping adds; these rows are the floor of the main observed rows.
+fn uncontended_tight<L: Raw, const PARTS: u8>(
+    cfg: &Config,
+    name: &str,
+    bare: L,
+    least: L,
+    clock: &quanta::Clock,
+) -> Row {
+    let least = Box::new(crate::contended::Aligned(Least::<L, PARTS>::new(
+        least,
+        clock.clone(),
+    )));
+    let bare = Box::new(crate::contended::Aligned(bare));
+    let (least, bare) = (black_box(&least.0), black_box(&bare.0));
+    let pair = ns_pair(
+        cfg,
+        |n| {
+            for _ in 0..n {
+                *bare.wait() += 1;
+            }
+        },
+        |n| {
+            for _ in 0..n {
+                least.take();
+            }
+        },
+    );
+    let (key, label) = parts_name(PARTS);
+    row(
+        &format!("least_{}_uncontended_tight{key}", name.to_lowercase()),
+        &format!("least features: bare {name}, uncontended, the main rows' loop{label}"),
+        Unit::NsPerOp,
+        pair,
+    )
+}
+
 /// The uncontended rows of one lock: every part, every part but one, and
 /// the site count alone.
 fn uncontended_set<L: Raw>(cfg: &Config, name: &str, new: impl Fn() -> L) -> Vec<Row> {
@@ -336,6 +377,8 @@ fn uncontended_set<L: Raw>(cfg: &Config, name: &str, new: impl Fn() -> L) -> Vec
         uncontended::<L, { ALL & !NOTES }>(cfg, name, new(), new(), &c),
         uncontended::<L, { ALL & !SAMPLE }>(cfg, name, new(), new(), &c),
         uncontended::<L, 0>(cfg, name, new(), new(), &c),
+        uncontended_tight::<L, ALL>(cfg, name, new(), new(), &c),
+        uncontended_tight::<L, 0>(cfg, name, new(), new(), &c),
     ]
 }
 
