@@ -287,13 +287,27 @@ fn parts_name(parts: u8) -> (&'static str, &'static str) {
     }
 }
 
+/// The loop an uncontended row runs.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Shape {
+    /// Each iteration reloads the lock's address through `black_box`,
+    /// which puts a store-forwarded load in front of each locked
+    /// instruction on both sides and hides part of what the bookkeeping
+    /// adds.
+    Reload,
+    /// The uncontended rows' own loop (`uncontended.rs`, `same_op!`): the
+    /// address hidden once, before the loop. The floor of the main
+    /// observed rows.
+    Tight,
+}
+
 /// One thread: `bare` against the same kind of lock with the `PARTS` of
-/// the least features.
+/// the least features, in the loop of `shape`.
 fn uncontended<L: Raw, const PARTS: u8>(
     cfg: &Config,
     name: &str,
-    bare: L,
-    least: L,
+    shape: Shape,
+    (bare, least): (L, L),
     clock: &quanta::Clock,
 ) -> Row {
     let least = Box::new(crate::contended::Aligned(Least::<L, PARTS>::new(
@@ -301,65 +315,32 @@ fn uncontended<L: Raw, const PARTS: u8>(
         clock.clone(),
     )));
     let bare = Box::new(crate::contended::Aligned(bare));
-    let (least, bare) = (&least.0, &bare.0);
-    let pair = ns_pair(
-        cfg,
-        |n| {
-            for _ in 0..n {
-                *black_box(bare).wait() += 1;
-            }
-        },
-        |n| {
-            for _ in 0..n {
-                black_box(least).take();
-            }
-        },
-    );
+    let pair = match shape {
+        Shape::Reload => {
+            let (least, bare) = (&least.0, &bare.0);
+            ns_pair(
+                cfg,
+                |n| (0..n).for_each(|_| *black_box(bare).wait() += 1),
+                |n| (0..n).for_each(|_| black_box(least).take()),
+            )
+        }
+        Shape::Tight => {
+            let (least, bare) = (black_box(&least.0), black_box(&bare.0));
+            ns_pair(
+                cfg,
+                |n| (0..n).for_each(|_| *bare.wait() += 1),
+                |n| (0..n).for_each(|_| least.take()),
+            )
+        }
+    };
     let (key, label) = parts_name(PARTS);
+    let (shape_key, shape_label) = match shape {
+        Shape::Reload => ("", ""),
+        Shape::Tight => ("_tight", ", the main rows' loop"),
+    };
     row(
-        &format!("least_{}_uncontended{key}", name.to_lowercase()),
-        &format!("least features: bare {name}, uncontended{label}"),
-        Unit::NsPerOp,
-        pair,
-    )
-}
-
-/// Like [`uncontended`], in the uncontended rows' own loop
-/// shape (`uncontended.rs`, `same_op!`): each lock's address hidden from
-/// the optimizer once, before the loop, not reloaded through `black_box`
-/// on every iteration. The reload puts a store-forwarded load in front of
-/// each locked instruction on both sides, which hides part of what the
-/// bookkeeping adds; these rows are the floor of the main observed rows.
-fn uncontended_tight<L: Raw, const PARTS: u8>(
-    cfg: &Config,
-    name: &str,
-    bare: L,
-    least: L,
-    clock: &quanta::Clock,
-) -> Row {
-    let least = Box::new(crate::contended::Aligned(Least::<L, PARTS>::new(
-        least,
-        clock.clone(),
-    )));
-    let bare = Box::new(crate::contended::Aligned(bare));
-    let (least, bare) = (black_box(&least.0), black_box(&bare.0));
-    let pair = ns_pair(
-        cfg,
-        |n| {
-            for _ in 0..n {
-                *bare.wait() += 1;
-            }
-        },
-        |n| {
-            for _ in 0..n {
-                least.take();
-            }
-        },
-    );
-    let (key, label) = parts_name(PARTS);
-    row(
-        &format!("least_{}_uncontended_tight{key}", name.to_lowercase()),
-        &format!("least features: bare {name}, uncontended, the main rows' loop{label}"),
+        &format!("least_{}_uncontended{shape_key}{key}", name.to_lowercase()),
+        &format!("least features: bare {name}, uncontended{shape_label}{label}"),
         Unit::NsPerOp,
         pair,
     )
@@ -370,15 +351,16 @@ fn uncontended_tight<L: Raw, const PARTS: u8>(
 fn uncontended_set<L: Raw>(cfg: &Config, name: &str, new: impl Fn() -> L) -> Vec<Row> {
     use part::*;
     let c = quanta::Clock::new();
+    let (r, t) = (Shape::Reload, Shape::Tight);
     vec![
-        uncontended::<L, ALL>(cfg, name, new(), new(), &c),
-        uncontended::<L, { ALL & !DISPATCH }>(cfg, name, new(), new(), &c),
-        uncontended::<L, { ALL & !RECORD }>(cfg, name, new(), new(), &c),
-        uncontended::<L, { ALL & !NOTES }>(cfg, name, new(), new(), &c),
-        uncontended::<L, { ALL & !SAMPLE }>(cfg, name, new(), new(), &c),
-        uncontended::<L, 0>(cfg, name, new(), new(), &c),
-        uncontended_tight::<L, ALL>(cfg, name, new(), new(), &c),
-        uncontended_tight::<L, 0>(cfg, name, new(), new(), &c),
+        uncontended::<L, ALL>(cfg, name, r, (new(), new()), &c),
+        uncontended::<L, { ALL & !DISPATCH }>(cfg, name, r, (new(), new()), &c),
+        uncontended::<L, { ALL & !RECORD }>(cfg, name, r, (new(), new()), &c),
+        uncontended::<L, { ALL & !NOTES }>(cfg, name, r, (new(), new()), &c),
+        uncontended::<L, { ALL & !SAMPLE }>(cfg, name, r, (new(), new()), &c),
+        uncontended::<L, 0>(cfg, name, r, (new(), new()), &c),
+        uncontended::<L, ALL>(cfg, name, t, (new(), new()), &c),
+        uncontended::<L, 0>(cfg, name, t, (new(), new()), &c),
     ]
 }
 
