@@ -4,7 +4,7 @@
 //! one build's rows can land every lockmeter lock at one line offset and
 //! the next build's at another. Whether the lock word and the guarded data
 //! share a line depends on that offset, and on an Intel Xeon host a lock
-//! whose unlock is a locked instruction paid 15-18 % when they did not
+//! whose unlock is a locked instruction paid 14-18 % when they did not
 //! (`docs/performance.md`, "Session 16"). These rows put the bare lock and
 //! lockmeter's at each of the eight 8-byte offsets of a line in turn, and
 //! judge the mean over them: the expected cost of a lock placed anywhere.
@@ -108,9 +108,9 @@ fn at<B, I>(
     )
 }
 
-/// The rows of one lock: every offset, then the mean over them (judged
-/// against the unobserved goal when unobserved; observed, the goal is the
-/// uncontended rows').
+/// The rows of one lock: every offset, then the mean over them, judged
+/// against the unobserved goal when unobserved and given as information
+/// when observed (the observed goals are the uncontended rows').
 fn lock_rows<B, I>(
     cfg: &Config,
     phase: Phase,
@@ -136,11 +136,16 @@ fn lock_rows<B, I>(
             .with_pair(pair)
         })
         .collect();
-    let mean = |f: fn(&Pair) -> f64| pairs.iter().map(|(_, p)| f(p)).sum::<f64>() / 8.0;
+    let mean =
+        |f: fn(&Pair) -> f64| pairs.iter().map(|(_, p)| f(p)).sum::<f64>() / pairs.len() as f64;
     let (bare, inst) = (mean(|p| p.bare), mean(|p| p.instrumented));
     let mut summary = Row::new(
         &format!("placement_{}_{what}_mean", phase.key()),
-        &format!("{} {name}, mean over the 8 line offsets", phase.key()),
+        &format!(
+            "{} {name}, mean over the {} line offsets",
+            phase.key(),
+            OFFSETS.len()
+        ),
         Unit::NsPerOp,
         match phase {
             Phase::Unobserved => UNOBSERVED_GOAL,
@@ -148,7 +153,7 @@ fn lock_rows<B, I>(
         },
     )
     .note(format!(
-        "a lock placed anywhere: the mean ns of the 8 offset rows, lockmeter's over the bare lock's; worst offset {:.2}",
+        "a lock placed anywhere: the mean ns of the offset rows, lockmeter's over the bare lock's; worst offset {:.2}",
         pairs.iter().map(|(_, p)| p.ratio).fold(0.0, f64::max)
     ));
     summary.bare = Some(bare);
