@@ -28,7 +28,7 @@ use std::sync::atomic::{fence, AtomicU32, AtomicU64, AtomicUsize, Ordering::*};
 
 use crate::bare::BareSpinLock;
 use crate::contended::{lock_pair, Take, WORK_ROUNDS};
-use crate::measure::{ns_pair, Config};
+use crate::measure::{ns_pair, Config, Shape};
 use crate::report::{Goal, Row, Unit};
 
 /// One in this many holds is timed, as lockmeter's default.
@@ -287,20 +287,6 @@ fn parts_name(parts: u8) -> (&'static str, &'static str) {
     }
 }
 
-/// The loop an uncontended row runs.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Shape {
-    /// Each iteration reloads the lock's address through `black_box`,
-    /// which puts a store-forwarded load in front of each locked
-    /// instruction on both sides and hides part of what the bookkeeping
-    /// adds.
-    Reload,
-    /// The uncontended rows' own loop (`uncontended.rs`, `same_op!`): the
-    /// address hidden once, before the loop. The floor of the main
-    /// observed rows.
-    Tight,
-}
-
 /// One thread: `bare` against the same kind of lock with the `PARTS` of
 /// the least features, in the loop of `shape`.
 fn uncontended<L: Raw, const PARTS: u8>(
@@ -315,29 +301,9 @@ fn uncontended<L: Raw, const PARTS: u8>(
         clock.clone(),
     )));
     let bare = Box::new(crate::contended::Aligned(bare));
-    let pair = match shape {
-        Shape::Reload => {
-            let (least, bare) = (&least.0, &bare.0);
-            ns_pair(
-                cfg,
-                |n| (0..n).for_each(|_| *black_box(bare).wait() += 1),
-                |n| (0..n).for_each(|_| black_box(least).take()),
-            )
-        }
-        Shape::Tight => {
-            let (least, bare) = (black_box(&least.0), black_box(&bare.0));
-            ns_pair(
-                cfg,
-                |n| (0..n).for_each(|_| *bare.wait() += 1),
-                |n| (0..n).for_each(|_| least.take()),
-            )
-        }
-    };
+    let pair = shape.ns_pair(cfg, (&bare.0, &least.0), |b| *b.wait() += 1, |l| l.take());
     let (key, label) = parts_name(PARTS);
-    let (shape_key, shape_label) = match shape {
-        Shape::Reload => ("", ""),
-        Shape::Tight => ("_tight", ", the main rows' loop"),
-    };
+    let (shape_key, shape_label) = shape.names();
     row(
         &format!("least_{}_uncontended{shape_key}{key}", name.to_lowercase()),
         &format!("least features: bare {name}, uncontended{shape_label}{label}"),

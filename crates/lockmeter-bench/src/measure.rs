@@ -277,6 +277,57 @@ pub fn ns_pair(cfg: &Config, mut bare: impl FnMut(u64), mut instrumented: impl F
     )
 }
 
+/// The loop an uncontended row runs.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// Each iteration reloads the lock's address through `black_box`,
+    /// which puts a store-forwarded load in front of each locked
+    /// instruction on both sides and hides part of what the bookkeeping
+    /// adds.
+    Reload,
+    /// The uncontended rows' own loop (`uncontended.rs`, `same_op!`): the
+    /// address hidden once, before the loop, so it can stay in a register
+    /// if the lock's code leaves one free.
+    Tight,
+}
+
+impl Shape {
+    /// Interleaved ns/op of `op_bare` on `bare` and `op_inst` on `inst`,
+    /// each half a loop of its own in this shape.
+    pub fn ns_pair<B: ?Sized, I: ?Sized>(
+        self,
+        cfg: &Config,
+        (bare, inst): (&B, &I),
+        op_bare: impl Fn(&B),
+        op_inst: impl Fn(&I),
+    ) -> Pair {
+        match self {
+            Shape::Reload => ns_pair(
+                cfg,
+                |n| (0..n).for_each(|_| op_bare(black_box(bare))),
+                |n| (0..n).for_each(|_| op_inst(black_box(inst))),
+            ),
+            Shape::Tight => {
+                let (bare, inst) = (black_box(bare), black_box(inst));
+                ns_pair(
+                    cfg,
+                    |n| (0..n).for_each(|_| op_bare(bare)),
+                    |n| (0..n).for_each(|_| op_inst(inst)),
+                )
+            }
+        }
+    }
+
+    /// What a row's key and label add for this shape (nothing for
+    /// `Reload`, the older rows' loop).
+    pub fn names(self) -> (&'static str, &'static str) {
+        match self {
+            Shape::Reload => ("", ""),
+            Shape::Tight => ("_tight", ", the main rows' loop"),
+        }
+    }
+}
+
 /// Pins the calling thread to `cpu`; returns whether it worked.
 pub fn pin_to(cpu: usize) -> bool {
     // SAFETY: `set` is a plain bit set that sched_setaffinity only reads,

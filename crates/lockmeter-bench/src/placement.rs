@@ -11,11 +11,10 @@
 //! Observed, the same rows show what the per-instance notes' place costs
 //! (they precede the lock word, and may sit on the line before it).
 
-use std::hint::black_box;
 use std::mem::MaybeUninit;
 
 use crate::bare::BareSpinLock;
-use crate::measure::{ns_pair, Config, Pair};
+use crate::measure::{Config, Pair, Shape};
 use crate::report::{Goal, Row, Unit};
 use crate::uncontended::{Phase, UNOBSERVED_GOAL};
 
@@ -82,38 +81,30 @@ impl<T: crate::contended::Take> crate::contended::Take for Placed<T> {
 const OFFSETS: [usize; 8] = [0, 8, 16, 24, 32, 40, 48, 56];
 
 /// One pair at `offset`: `op` on the bare lock and on lockmeter's, each
-/// placed there. The operations are generic, not `fn` pointers, so that
-/// each loop inlines its lock as the uncontended rows' loops do.
+/// placed there, in the loop of `shape`. The operations are generic, not
+/// `fn` pointers, so that each loop inlines its lock as the uncontended
+/// rows' loops do.
 fn at<B, I>(
     cfg: &Config,
+    shape: Shape,
     offset: usize,
     (bare, inst): (B, I),
     op_bare: &impl Fn(&B),
     op_inst: &impl Fn(&I),
 ) -> Pair {
     let (bare, inst) = (Placed::new(offset, bare), Placed::new(offset, inst));
-    let (b, i) = (bare.get(), inst.get());
-    ns_pair(
-        cfg,
-        |n| {
-            for _ in 0..n {
-                op_bare(black_box(b));
-            }
-        },
-        |n| {
-            for _ in 0..n {
-                op_inst(black_box(i));
-            }
-        },
-    )
+    shape.ns_pair(cfg, (bare.get(), inst.get()), op_bare, op_inst)
 }
 
-/// The rows of one lock: every offset, then the mean over them, judged
-/// against the unobserved goal when unobserved and given as information
-/// when observed (the observed goals are the uncontended rows').
+/// The rows of one lock in one loop shape: every offset, then the mean
+/// over them, judged against the unobserved goal when unobserved and given
+/// as information when observed (the observed goals are the uncontended
+/// rows').
+#[allow(clippy::too_many_arguments)]
 fn lock_rows<B, I>(
     cfg: &Config,
     phase: Phase,
+    shape: Shape,
     what: &str,
     name: &str,
     new: impl Fn() -> (B, I),
@@ -122,14 +113,18 @@ fn lock_rows<B, I>(
 ) -> Vec<Row> {
     let pairs: Vec<(usize, Pair)> = OFFSETS
         .iter()
-        .map(|&o| (o, at(cfg, o, new(), &op_bare, &op_inst)))
+        .map(|&o| (o, at(cfg, shape, o, new(), &op_bare, &op_inst)))
         .collect();
+    let (shape_key, shape_label) = shape.names();
     let mut rows: Vec<Row> = pairs
         .iter()
         .map(|&(o, pair)| {
             Row::new(
-                &format!("placement_{}_{what}_at_{o}", phase.key()),
-                &format!("{} {name}, both locks at line offset {o}", phase.key()),
+                &format!("placement_{}_{what}{shape_key}_at_{o}", phase.key()),
+                &format!(
+                    "{} {name}{shape_label}, both locks at line offset {o}",
+                    phase.key()
+                ),
                 Unit::NsPerOp,
                 Goal::Info,
             )
@@ -140,9 +135,9 @@ fn lock_rows<B, I>(
         |f: fn(&Pair) -> f64| pairs.iter().map(|(_, p)| f(p)).sum::<f64>() / pairs.len() as f64;
     let (bare, inst) = (mean(|p| p.bare), mean(|p| p.instrumented));
     let mut summary = Row::new(
-        &format!("placement_{}_{what}_mean", phase.key()),
+        &format!("placement_{}_{what}{shape_key}_mean", phase.key()),
         &format!(
-            "{} {name}, mean over the {} line offsets",
+            "{} {name}{shape_label}, mean over the {} line offsets",
             phase.key(),
             OFFSETS.len()
         ),
@@ -170,50 +165,62 @@ fn lock_rows<B, I>(
 
 /// Mutex and RwLock write (a locked instruction to unlock) and SpinLock
 /// (a plain store) at every line offset; observed, Mutex and SpinLock.
+/// Unobserved, each in both loop shapes: the reload loop hides what an
+/// extra dependent load costs (`Shape::Reload`), the tight one shows it.
 pub fn rows(cfg: &Config, phase: Phase) -> Vec<Row> {
-    let mut rows = lock_rows(
-        cfg,
-        phase,
-        "mutex",
-        "Mutex",
-        || {
-            (
-                parking_lot::Mutex::new(0u64),
-                lockmeter::Mutex::named("bench.placement.mutex", 0u64),
-            )
-        },
-        |l: &parking_lot::Mutex<u64>| *l.lock() += 1,
-        |l: &lockmeter::Mutex<u64>| *l.lock() += 1,
-    );
-    if phase == Phase::Unobserved {
+    let shapes: &[Shape] = match phase {
+        Phase::Unobserved => &[Shape::Reload, Shape::Tight],
+        Phase::Observed => &[Shape::Reload],
+    };
+    let mut rows = Vec::new();
+    for &shape in shapes {
         rows.extend(lock_rows(
             cfg,
             phase,
-            "rwlock_write",
-            "RwLock write",
+            shape,
+            "mutex",
+            "Mutex",
             || {
                 (
-                    parking_lot::RwLock::new(0u64),
-                    lockmeter::RwLock::named("bench.placement.rwlock", 0u64),
+                    parking_lot::Mutex::new(0u64),
+                    lockmeter::Mutex::named("bench.placement.mutex", 0u64),
                 )
             },
-            |l: &parking_lot::RwLock<u64>| *l.write() += 1,
-            |l: &lockmeter::RwLock<u64>| *l.write() += 1,
+            |l: &parking_lot::Mutex<u64>| *l.lock() += 1,
+            |l: &lockmeter::Mutex<u64>| *l.lock() += 1,
+        ));
+        if phase == Phase::Unobserved {
+            rows.extend(lock_rows(
+                cfg,
+                phase,
+                shape,
+                "rwlock_write",
+                "RwLock write",
+                || {
+                    (
+                        parking_lot::RwLock::new(0u64),
+                        lockmeter::RwLock::named("bench.placement.rwlock", 0u64),
+                    )
+                },
+                |l: &parking_lot::RwLock<u64>| *l.write() += 1,
+                |l: &lockmeter::RwLock<u64>| *l.write() += 1,
+            ));
+        }
+        rows.extend(lock_rows(
+            cfg,
+            phase,
+            shape,
+            "spinlock",
+            "SpinLock",
+            || {
+                (
+                    BareSpinLock::new(0u64),
+                    lockmeter::SpinLock::named("bench.placement.spinlock", 0u64),
+                )
+            },
+            |l: &BareSpinLock<u64>| *l.lock() += 1,
+            |l: &lockmeter::SpinLock<u64>| *l.lock() += 1,
         ));
     }
-    rows.extend(lock_rows(
-        cfg,
-        phase,
-        "spinlock",
-        "SpinLock",
-        || {
-            (
-                BareSpinLock::new(0u64),
-                lockmeter::SpinLock::named("bench.placement.spinlock", 0u64),
-            )
-        },
-        |l: &BareSpinLock<u64>| *l.lock() += 1,
-        |l: &lockmeter::SpinLock<u64>| *l.lock() += 1,
-    ));
     rows
 }
