@@ -28,7 +28,7 @@ use std::sync::atomic::{fence, AtomicU32, AtomicU64, AtomicUsize, Ordering::*};
 
 use crate::bare::BareSpinLock;
 use crate::contended::{lock_pair, Take, WORK_ROUNDS};
-use crate::measure::{ns_pair, Config, Shape};
+use crate::measure::{ns_pair, shape_pair, Config, Shape};
 use crate::report::{Goal, Row, Unit};
 
 /// One in this many holds is timed, as lockmeter's default.
@@ -301,7 +301,7 @@ fn uncontended<L: Raw, const PARTS: u8>(
         clock.clone(),
     )));
     let bare = Box::new(crate::contended::Aligned(bare));
-    let pair = shape.ns_pair(cfg, (&bare.0, &least.0), |b| *b.wait() += 1, |l| l.take());
+    let pair = shape_pair!(cfg, shape, (&bare.0, &least.0), b => *b.wait() += 1, l => l.take());
     let (key, label) = parts_name(PARTS);
     let (shape_key, shape_label) = shape.names();
     row(

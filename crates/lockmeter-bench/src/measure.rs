@@ -292,32 +292,6 @@ pub enum Shape {
 }
 
 impl Shape {
-    /// Interleaved ns/op of `op_bare` on `bare` and `op_inst` on `inst`,
-    /// each half a loop of its own in this shape.
-    pub fn ns_pair<B: ?Sized, I: ?Sized>(
-        self,
-        cfg: &Config,
-        (bare, inst): (&B, &I),
-        op_bare: impl Fn(&B),
-        op_inst: impl Fn(&I),
-    ) -> Pair {
-        match self {
-            Shape::Reload => ns_pair(
-                cfg,
-                |n| (0..n).for_each(|_| op_bare(black_box(bare))),
-                |n| (0..n).for_each(|_| op_inst(black_box(inst))),
-            ),
-            Shape::Tight => {
-                let (bare, inst) = (black_box(bare), black_box(inst));
-                ns_pair(
-                    cfg,
-                    |n| (0..n).for_each(|_| op_bare(bare)),
-                    |n| (0..n).for_each(|_| op_inst(inst)),
-                )
-            }
-        }
-    }
-
     /// What a row's key and label add for this shape (nothing for
     /// `Reload`, the older rows' loop).
     pub fn names(self) -> (&'static str, &'static str) {
@@ -327,6 +301,56 @@ impl Shape {
         }
     }
 }
+
+/// Interleaved ns/op of `$op_bare` on `$bare` and `$op_inst` on `$inst`,
+/// each half a loop of its own in the loop of `$shape` ([`Shape`]).
+///
+/// A macro, so that each loop has the operation written out in it: passed
+/// as closures, an operation called from more than one loop became one
+/// shared out-of-line function once its body was large (an observed
+/// lock's is), a call per iteration that the bare side did not pay.
+macro_rules! shape_pair {
+    ($cfg:expr, $shape:expr, ($bare:expr, $inst:expr),
+     $b:ident => $op_bare:expr, $i:ident => $op_inst:expr) => {{
+        let (bare, inst) = ($bare, $inst);
+        match $shape {
+            $crate::measure::Shape::Reload => $crate::measure::ns_pair(
+                $cfg,
+                |n| {
+                    for _ in 0..n {
+                        let $b = ::std::hint::black_box(bare);
+                        $op_bare;
+                    }
+                },
+                |n| {
+                    for _ in 0..n {
+                        let $i = ::std::hint::black_box(inst);
+                        $op_inst;
+                    }
+                },
+            ),
+            $crate::measure::Shape::Tight => {
+                let (bare, inst) = (::std::hint::black_box(bare), ::std::hint::black_box(inst));
+                $crate::measure::ns_pair(
+                    $cfg,
+                    |n| {
+                        for _ in 0..n {
+                            let $b = bare;
+                            $op_bare;
+                        }
+                    },
+                    |n| {
+                        for _ in 0..n {
+                            let $i = inst;
+                            $op_inst;
+                        }
+                    },
+                )
+            }
+        }
+    }};
+}
+pub(crate) use shape_pair;
 
 /// Pins the calling thread to `cpu`; returns whether it worked.
 pub fn pin_to(cpu: usize) -> bool {

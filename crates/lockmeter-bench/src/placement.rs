@@ -14,7 +14,7 @@
 use std::mem::MaybeUninit;
 
 use crate::bare::BareSpinLock;
-use crate::measure::{Config, Pair, Shape};
+use crate::measure::{shape_pair, Config, Pair, Shape};
 use crate::report::{Goal, Row, Unit};
 use crate::uncontended::{Phase, UNOBSERVED_GOAL};
 
@@ -80,41 +80,20 @@ impl<T: crate::contended::Take> crate::contended::Take for Placed<T> {
 /// The line offsets tried.
 const OFFSETS: [usize; 8] = [0, 8, 16, 24, 32, 40, 48, 56];
 
-/// One pair at `offset`: `op` on the bare lock and on lockmeter's, each
-/// placed there, in the loop of `shape`. The operations are generic, not
-/// `fn` pointers, so that each loop inlines its lock as the uncontended
-/// rows' loops do.
-fn at<B, I>(
-    cfg: &Config,
-    shape: Shape,
-    offset: usize,
-    (bare, inst): (B, I),
-    op_bare: &impl Fn(&B),
-    op_inst: &impl Fn(&I),
-) -> Pair {
-    let (bare, inst) = (Placed::new(offset, bare), Placed::new(offset, inst));
-    shape.ns_pair(cfg, (bare.get(), inst.get()), op_bare, op_inst)
-}
-
 /// The rows of one lock in one loop shape: every offset, then the mean
 /// over them, judged against the unobserved goal when unobserved and given
 /// as information when observed (the observed goals are the uncontended
 /// rows').
-#[allow(clippy::too_many_arguments)]
-fn lock_rows<B, I>(
-    cfg: &Config,
+///
+/// `pair_at(offset)` measures the pair with both locks placed at `offset`
+/// (`placed_pair!`).
+fn lock_rows(
     phase: Phase,
     shape: Shape,
-    what: &str,
-    name: &str,
-    new: impl Fn() -> (B, I),
-    op_bare: impl Fn(&B),
-    op_inst: impl Fn(&I),
+    (what, name): (&str, &str),
+    pair_at: impl Fn(usize) -> Pair,
 ) -> Vec<Row> {
-    let pairs: Vec<(usize, Pair)> = OFFSETS
-        .iter()
-        .map(|&o| (o, at(cfg, shape, o, new(), &op_bare, &op_inst)))
-        .collect();
+    let pairs: Vec<(usize, Pair)> = OFFSETS.iter().map(|&o| (o, pair_at(o))).collect();
     let (shape_key, shape_label) = shape.names();
     let mut rows: Vec<Row> = pairs
         .iter()
@@ -163,6 +142,17 @@ fn lock_rows<B, I>(
     rows
 }
 
+/// The pair of `$op` on a bare lock and on lockmeter's, both made by
+/// `$new` and placed `$offset` bytes into a line, in the loop of `$shape`;
+/// the operation is written out in each loop (`shape_pair!`).
+macro_rules! placed_pair {
+    ($cfg:expr, $shape:expr, $offset:expr, $new:expr, $l:ident => $op:expr) => {{
+        let (bare, inst) = $new;
+        let (bare, inst) = (Placed::new($offset, bare), Placed::new($offset, inst));
+        shape_pair!($cfg, $shape, (bare.get(), inst.get()), $l => $op, $l => $op)
+    }};
+}
+
 /// Mutex and RwLock write (a locked instruction to unlock) and SpinLock
 /// (a plain store) at every line offset; observed, Mutex and SpinLock.
 /// Unobserved, each in both loop shapes: the reload loop hides what an
@@ -174,53 +164,34 @@ pub fn rows(cfg: &Config, phase: Phase) -> Vec<Row> {
     };
     let mut rows = Vec::new();
     for &shape in shapes {
-        rows.extend(lock_rows(
-            cfg,
-            phase,
-            shape,
-            "mutex",
-            "Mutex",
-            || {
-                (
-                    parking_lot::Mutex::new(0u64),
-                    lockmeter::Mutex::named("bench.placement.mutex", 0u64),
-                )
-            },
-            |l: &parking_lot::Mutex<u64>| *l.lock() += 1,
-            |l: &lockmeter::Mutex<u64>| *l.lock() += 1,
-        ));
+        rows.extend(lock_rows(phase, shape, ("mutex", "Mutex"), |o| {
+            let new = (
+                parking_lot::Mutex::new(0u64),
+                lockmeter::Mutex::named("bench.placement.mutex", 0u64),
+            );
+            placed_pair!(cfg, shape, o, new, l => *l.lock() += 1)
+        }));
         if phase == Phase::Unobserved {
             rows.extend(lock_rows(
-                cfg,
                 phase,
                 shape,
-                "rwlock_write",
-                "RwLock write",
-                || {
-                    (
+                ("rwlock_write", "RwLock write"),
+                |o| {
+                    let new = (
                         parking_lot::RwLock::new(0u64),
                         lockmeter::RwLock::named("bench.placement.rwlock", 0u64),
-                    )
+                    );
+                    placed_pair!(cfg, shape, o, new, l => *l.write() += 1)
                 },
-                |l: &parking_lot::RwLock<u64>| *l.write() += 1,
-                |l: &lockmeter::RwLock<u64>| *l.write() += 1,
             ));
         }
-        rows.extend(lock_rows(
-            cfg,
-            phase,
-            shape,
-            "spinlock",
-            "SpinLock",
-            || {
-                (
-                    BareSpinLock::new(0u64),
-                    lockmeter::SpinLock::named("bench.placement.spinlock", 0u64),
-                )
-            },
-            |l: &BareSpinLock<u64>| *l.lock() += 1,
-            |l: &lockmeter::SpinLock<u64>| *l.lock() += 1,
-        ));
+        rows.extend(lock_rows(phase, shape, ("spinlock", "SpinLock"), |o| {
+            let new = (
+                BareSpinLock::new(0u64),
+                lockmeter::SpinLock::named("bench.placement.spinlock", 0u64),
+            );
+            placed_pair!(cfg, shape, o, new, l => *l.lock() += 1)
+        }));
     }
     rows
 }
