@@ -305,6 +305,8 @@ impl Shape {
 /// Interleaved ns/op of `$op_bare` on `$bare` and `$op_inst` on `$inst`,
 /// each half a loop of its own in the loop of `$shape` ([`Shape`]).
 ///
+/// The tight loops own their lock's address (`move`), as `same_op!`'s do.
+///
 /// A macro, so that each loop has the operation written out in it: passed
 /// as closures, an operation called from more than one loop became one
 /// shared out-of-line function once its body was large (an observed
@@ -333,13 +335,13 @@ macro_rules! shape_pair {
                 let (bare, inst) = (::std::hint::black_box(bare), ::std::hint::black_box(inst));
                 $crate::measure::ns_pair(
                     $cfg,
-                    |n| {
+                    move |n| {
                         for _ in 0..n {
                             let $b = bare;
                             $op_bare;
                         }
                     },
-                    |n| {
+                    move |n| {
                         for _ in 0..n {
                             let $i = inst;
                             $op_inst;
