@@ -302,10 +302,37 @@ impl Shape {
     }
 }
 
+/// The two loops of a tight pair: `$op_bare` on `$bare` and `$op_inst` on
+/// `$inst`, each written out in a loop of its own that owns the lock's
+/// address, hidden from the optimizer once, before the loop.
+///
+/// Owned (`move`), not captured by reference: by reference, the address
+/// was reloaded from the caller's frame on every iteration of a loop whose
+/// lock code left no register free, a dependent load in front of each
+/// attempt that a loop over a plain `&Mutex` does not have.
+macro_rules! tight_loops {
+    (($bare:expr, $inst:expr), $b:ident => $op_bare:expr, $i:ident => $op_inst:expr) => {{
+        let (bare, inst) = (::std::hint::black_box($bare), ::std::hint::black_box($inst));
+        (
+            move |n: u64| {
+                for _ in 0..n {
+                    let $b = bare;
+                    $op_bare;
+                }
+            },
+            move |n: u64| {
+                for _ in 0..n {
+                    let $i = inst;
+                    $op_inst;
+                }
+            },
+        )
+    }};
+}
+pub(crate) use tight_loops;
+
 /// Interleaved ns/op of `$op_bare` on `$bare` and `$op_inst` on `$inst`,
 /// each half a loop of its own in the loop of `$shape` ([`Shape`]).
-///
-/// The tight loops own their lock's address (`move`), as `same_op!`'s do.
 ///
 /// A macro, so that each loop has the operation written out in it: passed
 /// as closures, an operation called from more than one loop became one
@@ -332,22 +359,8 @@ macro_rules! shape_pair {
                 },
             ),
             $crate::measure::Shape::Tight => {
-                let (bare, inst) = (::std::hint::black_box(bare), ::std::hint::black_box(inst));
-                $crate::measure::ns_pair(
-                    $cfg,
-                    move |n| {
-                        for _ in 0..n {
-                            let $b = bare;
-                            $op_bare;
-                        }
-                    },
-                    move |n| {
-                        for _ in 0..n {
-                            let $i = inst;
-                            $op_inst;
-                        }
-                    },
-                )
+                let (b, i) = $crate::measure::tight_loops!((bare, inst), $b => $op_bare, $i => $op_inst);
+                $crate::measure::ns_pair($cfg, b, i)
             }
         }
     }};

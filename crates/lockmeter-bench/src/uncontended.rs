@@ -312,27 +312,11 @@ pub fn mode_rows(cfg: &Config) -> Vec<Row> {
 /// The same operation `l => op` on a bare lock and on its instrumented
 /// twin (both hidden from the optimizer with `black_box`), each half a
 /// loop of its own so that each is its own monomorphized, inlined loop.
-/// The loops own their lock's address (`move`): captured by reference,
-/// it was reloaded from the caller's frame after every call the loop
-/// might make, a load in front of each attempt that a loop over a plain
-/// `&Mutex` does not have.
+/// The loops are `tight_loops!`'s, which own the lock's address.
 macro_rules! same_op {
     ($runner:expr, $bare:expr, $inst:expr, $l:ident => $op:expr) => {{
-        let (bare, inst) = (black_box(&$bare), black_box(&$inst));
-        $runner.pair(
-            move |n| {
-                for _ in 0..n {
-                    let $l = bare;
-                    $op;
-                }
-            },
-            move |n| {
-                for _ in 0..n {
-                    let $l = inst;
-                    $op;
-                }
-            },
-        )
+        let (bare, inst) = $crate::measure::tight_loops!((&$bare, &$inst), $l => $op, $l => $op);
+        $runner.pair(bare, inst)
     }};
 }
 
