@@ -21,7 +21,7 @@ use std::sync::Barrier;
 use std::time::Instant;
 
 use crate::bare::BareSpinLock;
-use crate::measure::{interleave, Config, Pair};
+use crate::measure::{interleave_contended, Config, Pair};
 use crate::report::{Goal, Row, Unit};
 
 /// A value on cache lines of its own (128 bytes: adjacent-line prefetch
@@ -160,7 +160,7 @@ fn pair(
     bare: &(impl Fn(usize, u64) + Sync),
     inst: &(impl Fn(usize, u64) + Sync),
 ) -> Pair {
-    interleave(
+    interleave_contended(
         cfg.contended_reps,
         || throughput(cfg, threads, work, bare),
         || throughput(cfg, threads, work, inst),
@@ -322,6 +322,7 @@ pub fn rows(cfg: &Config, handle: &lockmeter::Handle) -> Vec<Row> {
     let note = format!("{}; {}", r.note, sites_note(handle, MIXED_SPINLOCK));
     rows.push(r.note(note));
     rows.extend(unaligned_rows(cfg, handle));
+    rows.extend(null_rows(cfg));
     let steal = match (steal_before, cpu_steal()) {
         (Some((s0, t0)), Some((s1, t1))) if t1 > t0 => format!(
             "; hypervisor steal during these rows: {:.1}% of CPU time",
@@ -335,6 +336,45 @@ pub fn rows(cfg: &Config, handle: &lockmeter::Handle) -> Vec<Row> {
              'work' adds {WORK_ROUNDS} dependent multiply-adds between acquisitions{steal}",
             r.note
         );
+    }
+    rows
+}
+
+/// The bare lock against itself (two instances, each in a loop of its
+/// own), at 2 threads in both mixes: how far apart two runs of the same
+/// code fall in this bench, at each placement of the vCPUs. A real row's
+/// ratio means something only where it lies outside this one's spread.
+fn null_rows(cfg: &Config) -> Vec<Row> {
+    let mut rows = Vec::new();
+    for (mix, work) in [("hammer", 0), ("work", WORK_ROUNDS)] {
+        let mutex = lock_pair(
+            cfg,
+            2,
+            work,
+            false,
+            parking_lot::Mutex::new(0u64),
+            parking_lot::Mutex::new(0u64),
+        );
+        let spin = lock_pair(
+            cfg,
+            2,
+            work,
+            false,
+            BareSpinLock::new(0u64),
+            BareSpinLock::new(0u64),
+        );
+        for (name, pair) in [("Mutex", mutex), ("SpinLock", spin)] {
+            rows.push(
+                Row::new(
+                    &format!("contended_null_{}_2t_{mix}", name.to_lowercase()),
+                    &format!("contended, bare {name} against itself, 2 threads, {mix}"),
+                    Unit::MopsPerSec,
+                    Goal::Info,
+                )
+                .with_pair(pair)
+                .note("no profiler: both sides are the bare lock; ratio = second / first"),
+            );
+        }
     }
     rows
 }

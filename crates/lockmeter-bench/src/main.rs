@@ -39,6 +39,7 @@ mod scrape_trace;
 mod selfcost;
 mod snapshot;
 mod stacks;
+mod transfer;
 mod uncontended;
 mod waitqueue;
 
@@ -208,6 +209,7 @@ fn main() {
         std::process::exit(2);
     }
     least::note_floors(&mut rows);
+    rows.extend(transfer::summary_row());
     print_rows(&args, &rows);
 }
 

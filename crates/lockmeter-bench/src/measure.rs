@@ -12,7 +12,7 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use crate::host;
+use crate::{host, transfer};
 
 /// How long and how often to measure.
 #[derive(Debug, Clone, Copy)]
@@ -105,6 +105,69 @@ pub struct Pair {
     /// Median ns per round of the host probe run after each repetition
     /// (NaN if none ran): whether the core was shared (see `host`).
     pub host_probe: f64,
+    /// For contended pairs, the cache-line round trips between the CPUs
+    /// the repetitions ran at (see `transfer`).
+    pub placements: Option<Placements>,
+}
+
+/// The line round trips (`transfer::round_trip_ns`) a contended pair was
+/// measured at, one before each repetition and one after the last.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Placements {
+    pub min_ns: f64,
+    pub max_ns: f64,
+    /// When the round trip moved by [`transfer::MOVED`] or more during the
+    /// row: its pairs on either side of the move, judged apart.
+    pub split: Option<Split>,
+}
+
+/// A row's pairs split by placement: those whose round trips before and
+/// after both lie under `at_ns` (near) and those whose both lie above
+/// (far); a pair with its two readings on either side is in neither.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Split {
+    pub at_ns: f64,
+    /// Median pairwise ratio and number of pairs at the near placement.
+    pub near: (f64, usize),
+    /// The same at the far placement.
+    pub far: (f64, usize),
+}
+
+impl Placements {
+    /// The placements of pairs whose ratios are `ratios[k]`, with round
+    /// trip `trips[k]` before pair `k` and `trips[k + 1]` after it (NaN
+    /// where none could be taken). `None` without a finite reading.
+    pub fn of(ratios: &[f64], trips: &[f64]) -> Option<Placements> {
+        let finite: Vec<f64> = trips.iter().copied().filter(|t| t.is_finite()).collect();
+        let min_ns = finite.iter().copied().reduce(f64::min)?;
+        let max_ns = finite.iter().copied().reduce(f64::max)?;
+        let split = (max_ns >= min_ns * transfer::MOVED).then(|| {
+            // The geometric mean: as far in ratio from either end.
+            let at_ns = (min_ns * max_ns).sqrt();
+            let side = |near: bool| {
+                let of_side: Vec<f64> = ratios
+                    .iter()
+                    .enumerate()
+                    .filter(|&(k, _)| {
+                        let (a, b) = (trips[k], trips.get(k + 1).copied().unwrap_or(f64::NAN));
+                        a.is_finite() && b.is_finite() && (a < at_ns) == near && (b < at_ns) == near
+                    })
+                    .map(|(_, &r)| r)
+                    .collect();
+                (median(&of_side), of_side.len())
+            };
+            Split {
+                at_ns,
+                near: side(true),
+                far: side(false),
+            }
+        });
+        Some(Placements {
+            min_ns,
+            max_ns,
+            split,
+        })
+    }
 }
 
 impl Pair {
@@ -118,6 +181,7 @@ impl Pair {
             ratio: median(&ratios),
             spread: Spread::of(&ratios),
             host_probe: f64::NAN,
+            placements: None,
         }
     }
 }
@@ -212,9 +276,49 @@ pub fn median(xs: &[f64]) -> f64 {
 /// one figure (a time or a rate). Each repetition ends with a host probe.
 pub fn interleave(
     reps: usize,
+    bare: impl FnMut() -> f64,
+    instrumented: impl FnMut() -> f64,
+) -> Pair {
+    let (b, i, probes) = alternate(reps, bare, instrumented);
+    Pair {
+        host_probe: median(&probes),
+        ..Pair::from_runs(&b, &i)
+    }
+}
+
+/// Like [`interleave`], for threads contending across the two CPUs: a
+/// cache-line round trip is taken before each repetition and after the
+/// last, and the pair says at which placements it ran ([`Placements`]).
+pub fn interleave_contended(
+    reps: usize,
+    mut bare: impl FnMut() -> f64,
+    instrumented: impl FnMut() -> f64,
+) -> Pair {
+    let mut trips = Vec::with_capacity(reps + 1);
+    let (b, i, probes) = alternate(
+        reps,
+        || {
+            trips.push(transfer::round_trip_ns().unwrap_or(f64::NAN));
+            bare()
+        },
+        instrumented,
+    );
+    trips.push(transfer::round_trip_ns().unwrap_or(f64::NAN));
+    let ratios: Vec<f64> = b.iter().zip(&i).map(|(b, i)| i / b).collect();
+    Pair {
+        host_probe: median(&probes),
+        placements: Placements::of(&ratios, &trips),
+        ..Pair::from_runs(&b, &i)
+    }
+}
+
+/// The runs of `bare` and `instrumented`, `reps` of each alternately, and
+/// the host probe after each repetition.
+fn alternate(
+    reps: usize,
     mut bare: impl FnMut() -> f64,
     mut instrumented: impl FnMut() -> f64,
-) -> Pair {
+) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
     let mut b = Vec::with_capacity(reps);
     let mut i = Vec::with_capacity(reps);
     let mut probes = Vec::with_capacity(reps);
@@ -223,10 +327,7 @@ pub fn interleave(
         i.push(instrumented());
         probes.push(host::probe());
     }
-    Pair {
-        host_probe: median(&probes),
-        ..Pair::from_runs(&b, &i)
-    }
+    (b, i, probes)
 }
 
 /// Nanoseconds per operation of `run(n)`, which performs `n` operations,
@@ -440,6 +541,41 @@ mod tests {
         assert_eq!(p.spread.max, 10.0);
         assert!((p.spread.q1 - (10.0 / 3.0 + 5.0) / 2.0).abs() < 1e-12);
         assert_eq!(p.spread.q3, 7.5);
+    }
+
+    #[test]
+    fn placements_split_the_pairs_at_a_move_and_leave_out_the_pair_across_it() {
+        // Pairs 0-2 between readings of 40-48 ns, pair 3 across the move,
+        // pairs 4-5 at about 400 ns.
+        let trips = [40.0, 44.0, 48.0, 42.0, 390.0, 410.0, 400.0];
+        let ratios = [0.95, 0.93, 0.97, 0.80, 0.70, 0.72];
+        let p = Placements::of(&ratios, &trips).unwrap();
+        assert_eq!((p.min_ns, p.max_ns), (40.0, 410.0));
+        let s = p.split.expect("a 10x change is a move");
+        assert!((s.at_ns - (40.0f64 * 410.0).sqrt()).abs() < 1e-9);
+        assert_eq!(s.near, (0.95, 3));
+        assert_eq!(s.far, (0.71, 2));
+    }
+
+    #[test]
+    fn placements_within_the_noise_are_one_and_missing_readings_are_none() {
+        let p = Placements::of(&[1.0, 1.0], &[40.0, 52.0, f64::NAN]).unwrap();
+        assert_eq!((p.min_ns, p.max_ns, p.split), (40.0, 52.0, None));
+        assert_eq!(Placements::of(&[1.0], &[f64::NAN, f64::NAN]), None);
+    }
+
+    #[test]
+    fn interleave_contended_reads_a_round_trip_around_every_pair() {
+        let p = interleave_contended(2, || 1.0, || 2.0);
+        assert_eq!(p.ratio, 2.0);
+        match (
+            std::thread::available_parallelism().map_or(1, |n| n.get()),
+            p.placements,
+        ) {
+            (1, None) => {}
+            (_, Some(pl)) => assert!(pl.min_ns > 0.0 && pl.min_ns <= pl.max_ns, "{pl:?}"),
+            (n, None) => panic!("{n} CPUs but no round trip was measured"),
+        }
     }
 
     #[test]

@@ -8,13 +8,16 @@
 //! NOISY instead. A row that would miss while the host probe says the core
 //! was shared ([`crate::host`]) is SHARED instead: its ratio overstates
 //! lockmeter's cost on a core of its own, so it is not judged either.
+//! A contended row measured while the hypervisor moved the vCPUs
+//! ([`crate::transfer`]) is judged at each placement apart, and is MOVED
+//! when one placement meets the goal and the other misses it.
 
 use std::fmt::Write as _;
 
 use serde_json::{json, Map, Value};
 
 use crate::host;
-use crate::measure::Spread;
+use crate::measure::{Placements, Spread};
 
 /// An interquartile range narrower than this share of the median is
 /// tight enough to judge by the median even when it contains the goal.
@@ -77,6 +80,15 @@ impl Goal {
             Goal::Below(_) | Goal::Info => None,
         }
     }
+
+    /// Whether `ratio` meets a ratio goal (any ratio meets the others).
+    fn met_by(self, ratio: f64) -> bool {
+        match self {
+            Goal::RatioAtMost(x) => ratio <= x,
+            Goal::RatioAtLeast(x) => ratio >= x,
+            Goal::Below(_) | Goal::Info => true,
+        }
+    }
 }
 
 /// One measured row.
@@ -105,7 +117,12 @@ pub struct Row {
     pub note: String,
     /// The row's median host probe, ns per round (see [`crate::host`]).
     pub host_probe: Option<f64>,
+    /// For contended rows, the line round trips it was measured at.
+    pub placements: Option<Placements>,
 }
+
+/// Pairs a placement needs for its ratio to count in [`Verdict::Moved`].
+const PAIRS_PER_PLACEMENT: usize = 3;
 
 /// Whether a row met its goal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -117,6 +134,9 @@ pub enum Verdict {
     /// A miss measured while the host probe ran at least
     /// [`host::SHARED_CORE`] times slower than its best: not judged.
     Shared,
+    /// Measured at two placements of the vCPUs ([`crate::transfer`]), one
+    /// meeting the goal and the other not: not judged as one figure.
+    Moved,
     /// No goal.
     None,
 }
@@ -128,6 +148,7 @@ impl Verdict {
             Verdict::Miss => "MISS",
             Verdict::Noisy => "NOISY",
             Verdict::Shared => "SHARED",
+            Verdict::Moved => "MOVED",
             Verdict::None => "",
         }
     }
@@ -148,6 +169,7 @@ impl Row {
             goal,
             note: String::new(),
             host_probe: None,
+            placements: None,
         }
     }
 
@@ -158,6 +180,7 @@ impl Row {
         self.ratio = finite(p.ratio);
         self.spread = (p.spread.pairs > 0).then_some(p.spread);
         self.host_probe = finite(p.host_probe);
+        self.placements = p.placements;
         self
     }
 
@@ -170,19 +193,51 @@ impl Row {
     /// Pass, miss, noisy or shared; a row that could not be measured
     /// misses its goal.
     pub fn verdict(&self) -> Verdict {
+        if self.moved() {
+            return Verdict::Moved;
+        }
         if self.noisy() {
             return Verdict::Noisy;
         }
         match (self.goal, self.ratio, self.instrumented) {
             (Goal::Info, _, _) => Verdict::None,
-            (Goal::RatioAtMost(x), Some(r), _) if r <= x => Verdict::Pass,
-            (Goal::RatioAtLeast(x), Some(r), _) if r >= x => Verdict::Pass,
+            (Goal::RatioAtMost(_) | Goal::RatioAtLeast(_), Some(r), _) if self.goal.met_by(r) => {
+                Verdict::Pass
+            }
             (Goal::Below(x), _, Some(v)) if v < x => Verdict::Pass,
             (Goal::RatioAtMost(_) | Goal::RatioAtLeast(_), Some(_), _) if self.shared_core() => {
                 Verdict::Shared
             }
             _ => Verdict::Miss,
         }
+    }
+
+    /// Whether the row's pairs at the two placements, each enough to
+    /// judge, fall on either side of the goal.
+    fn moved(&self) -> bool {
+        let Some(split) = self.placements.and_then(|p| p.split) else {
+            return false;
+        };
+        let (near, far) = (split.near, split.far);
+        near.1 >= PAIRS_PER_PLACEMENT
+            && far.1 >= PAIRS_PER_PLACEMENT
+            && self.goal.met_by(near.0) != self.goal.met_by(far.0)
+    }
+
+    /// What the line round trips say of the row, for its note.
+    fn placement_note(&self) -> Option<String> {
+        let p = self.placements?;
+        let range = format!(
+            "line round trip {:.0}-{:.0} ns between the CPUs",
+            p.min_ns, p.max_ns
+        );
+        Some(match p.split {
+            None => range,
+            Some(s) => format!(
+                "{range}, moved: ratio {:.2} over {} pairs under {:.0} ns, {:.2} over {} above",
+                s.near.0, s.near.1, s.at_ns, s.far.0, s.far.1
+            ),
+        })
     }
 
     /// The row's host factor: its median probe against the run's best.
@@ -291,10 +346,17 @@ pub fn table(rows: &[Row]) -> String {
             host::SHARED_CORE
         ),
     };
+    let moved = match count(Verdict::Moved) {
+        0 => String::new(),
+        n => format!(
+            ", {n} measured across a move of the vCPUs (MOVED: the pairs at one \
+             placement meet the goal and those at the other do not; both are in the note)"
+        ),
+    };
     let _ = writeln!(
         out,
         "\n{}/{goals} goals met, {} missed, {} too noisy to judge \
-         (NOISY: the goal lies inside the interquartile range of the pairwise ratios{by_ci}){shared}.",
+         (NOISY: the goal lies inside the interquartile range of the pairwise ratios{by_ci}){shared}{moved}.",
         count(Verdict::Pass),
         count(Verdict::Miss),
         count(Verdict::Noisy),
@@ -310,7 +372,11 @@ pub fn table(rows: &[Row]) -> String {
     if !notes.is_empty() {
         let _ = writeln!(out, "\nNotes:");
         for r in notes {
-            let _ = writeln!(out, "  {}: {}", r.label, r.note);
+            match r.placement_note() {
+                Some(p) => writeln!(out, "  {}: {}; {p}", r.label, r.note),
+                None => writeln!(out, "  {}: {}", r.label, r.note),
+            }
+            .ok();
         }
     }
     out
@@ -340,6 +406,15 @@ pub fn json(rows: &[Row]) -> Value {
                 "delta_ns_per_op": r.delta(),
                 "host_factor": r.host_factor(),
                 "host_probe_ns": r.host_probe,
+                "round_trip_ns": r.placements.map(|p| json!({
+                    "min": p.min_ns,
+                    "max": p.max_ns,
+                    "moved": p.split.map(|s| json!({
+                        "at_ns": s.at_ns,
+                        "near": {"ratio": finite(s.near.0), "pairs": s.near.1},
+                        "far": {"ratio": finite(s.far.0), "pairs": s.far.1},
+                    })),
+                })),
                 "goal": r.goal.label(),
                 "verdict": match r.verdict() {
                     Verdict::None => Value::Null,
@@ -361,6 +436,44 @@ mod tests {
         r.ratio = ratio;
         r.instrumented = value;
         r
+    }
+
+    fn moved_row(near: f64, far: f64, pairs: usize) -> Row {
+        let mut r = row(Goal::RatioAtLeast(0.90), Some(near.min(far)), Some(1.0));
+        r.placements = Some(Placements {
+            min_ns: 40.0,
+            max_ns: 400.0,
+            split: Some(crate::measure::Split {
+                at_ns: 126.0,
+                near: (near, pairs),
+                far: (far, pairs),
+            }),
+        });
+        r
+    }
+
+    #[test]
+    fn a_row_whose_placements_disagree_on_the_goal_is_moved() {
+        let r = moved_row(0.95, 0.70, 3);
+        assert_eq!(r.verdict(), Verdict::Moved);
+        let t = table(&[r.clone().note("n")]);
+        assert!(
+            t.contains("MOVED") && t.contains("1 measured across a move"),
+            "{t}"
+        );
+        assert!(
+            t.contains("ratio 0.95 over 3 pairs under 126 ns, 0.70 over 3 above"),
+            "{t}"
+        );
+        assert_eq!(
+            json(&[r])["k"]["round_trip_ns"]["moved"]["far"]["ratio"],
+            0.70
+        );
+        // Both placements on one side of the goal: judged as usual.
+        assert_eq!(moved_row(0.70, 0.75, 3).verdict(), Verdict::Miss);
+        assert_eq!(moved_row(0.95, 0.99, 3).verdict(), Verdict::Pass);
+        // Too few pairs at a placement to say it disagrees.
+        assert_eq!(moved_row(0.95, 0.70, 2).verdict(), Verdict::Miss);
     }
 
     #[test]
