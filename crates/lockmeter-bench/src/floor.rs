@@ -15,6 +15,15 @@
 //!   tracing for the dispatcher in effect, compare it with a remembered
 //!   one, and count the acquisition at its site.
 //!
+//! - **Contended, the attempt before the wait.** lockmeter's observed
+//!   path tries the lock once (`try_lock`) before it waits, to tell a
+//!   NOWAIT acquisition from a contended one. parking_lot's `try_lock`
+//!   reads the lock word before its compare-exchange, which its `lock()`
+//!   does not: the bare Mutex against itself taken by `try_lock` then
+//!   `lock`, and the same with `prefetchw` on the lock word first (what
+//!   lockmeter does since session 18, `lockmeter/src/hint.rs`), in both
+//!   mixes at 2 threads. Where the two vCPUs are far apart (the row's
+//!   line round trip, `transfer.rs`) the read costs a second transfer.
 //! - **Unobserved `sync::RwLock` read.** lockmeter's std-API RwLock is
 //!   built on parking_lot's raw RwLock: that lock's read against std's
 //!   own (futex) RwLock's, with no lockmeter code, is the floor of that
@@ -28,7 +37,7 @@ use std::hint::black_box;
 use std::panic::Location;
 
 use crate::bare::BareSpinLock;
-use crate::contended::{lock_pair, Take};
+use crate::contended::{lock_pair, Take, WORK_ROUNDS};
 use crate::measure::Config;
 use crate::report::{Goal, Row, Unit};
 
@@ -106,6 +115,81 @@ fn dispatcher_in_effect() -> usize {
     tracing::dispatcher::get_default(|d| d as *const tracing::Dispatch as usize)
 }
 
+/// The bare Mutex taken by one `try_lock` and, when that fails, `lock`:
+/// the observed path's attempt with nothing recorded.
+struct TryFirst(parking_lot::Mutex<u64>);
+
+/// [`TryFirst`] with `prefetchw` on the lock word before the attempt.
+struct PrefetchTryFirst(parking_lot::Mutex<u64>);
+
+impl Take for TryFirst {
+    #[inline]
+    fn take(&self) {
+        try_then_lock(&self.0);
+    }
+}
+
+impl Take for PrefetchTryFirst {
+    #[inline]
+    fn take(&self) {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: PREFETCHW (on every CPU this bench is run on; see
+        // `lockmeter/src/hint.rs`, which tests for it) never faults and
+        // writes no register, memory or flag.
+        unsafe {
+            std::arch::asm!(
+                "prefetchw [{0}]",
+                in(reg) &self.0 as *const parking_lot::Mutex<u64>,
+                options(nostack, preserves_flags, readonly)
+            );
+        }
+        try_then_lock(&self.0);
+    }
+}
+
+#[inline(always)]
+fn try_then_lock(m: &parking_lot::Mutex<u64>) {
+    match m.try_lock() {
+        Some(mut g) => *g += 1,
+        None => *m.lock() += 1,
+    }
+}
+
+/// The rows of [`TryFirst`] and [`PrefetchTryFirst`] against the bare
+/// Mutex, 2 threads, `hammer` and `work`.
+fn attempt_rows(cfg: &Config) -> Vec<Row> {
+    let mut rows = Vec::new();
+    for (mix, work) in [("hammer", 0), ("work", WORK_ROUNDS)] {
+        let bare = || parking_lot::Mutex::new(0u64);
+        let plain = lock_pair(cfg, 2, work, false, bare(), TryFirst(bare()));
+        let fetched = lock_pair(cfg, 2, work, false, bare(), PrefetchTryFirst(bare()));
+        for (key, what, pair) in [
+            ("try_first", "try_lock before lock", plain),
+            (
+                "prefetchw_try_first",
+                "prefetchw, then try_lock before lock",
+                fetched,
+            ),
+        ] {
+            rows.push(
+                Row::new(
+                    &format!("floor_mutex_2t_{mix}_{key}"),
+                    &format!("floor: bare Mutex, 2 threads, {mix}, {what}"),
+                    Unit::MopsPerSec,
+                    Goal::Info,
+                )
+                .with_pair(pair),
+            );
+        }
+    }
+    if let Some(r) = rows.first_mut() {
+        r.note = "no profiler: ratio = the bare Mutex taken as lockmeter's observed path \
+                  takes it (one try_lock, then lock) / the bare Mutex's lock()"
+            .to_string();
+    }
+    rows
+}
+
 /// One row: the bare lock against itself with the count `place`d.
 fn row(name: &str, threads: usize, place: &str, pair: crate::measure::Pair) -> Row {
     Row::new(
@@ -162,14 +246,15 @@ pub fn rows(cfg: &Config) -> Vec<Row> {
         CountInside(BareSpinLock::new(0)),
     );
     rows.push(row("SpinLock", 2, "inside", p));
-    rows.extend(observed_rows(cfg));
-    rows.push(rwlock_read_row(cfg));
     if let Some(r) = rows.first_mut() {
         r.note = "no profiler in these rows: ratio = bare lock with one thread-local \
                   increment per acquisition / bare lock; the floor under the contended \
                   hammer rows (docs/performance.md)"
             .to_string();
     }
+    rows.extend(attempt_rows(cfg));
+    rows.extend(observed_rows(cfg));
+    rows.push(rwlock_read_row(cfg));
     rows
 }
 

@@ -119,6 +119,7 @@ mod condvar;
 mod env;
 #[cfg(unix)]
 pub mod export;
+mod hint;
 mod layer;
 mod meter;
 mod mutex;

@@ -179,7 +179,10 @@ impl<R: RawMutex, T: ?Sized> MeteredMutex<R, T> {
             site,
             Mode::Exclusive,
             || self.raw.lock(),
-            || self.raw.try_lock(),
+            || {
+                crate::hint::own_line(&self.raw);
+                self.raw.try_lock()
+            },
             || (self.raw.lock(), 0, 0),
         )
     }
