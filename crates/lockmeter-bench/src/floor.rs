@@ -22,8 +22,9 @@
 //!   does not: the bare Mutex against itself taken by `try_lock` then
 //!   `lock`, and the same with `prefetchw` on the lock word first (what
 //!   lockmeter does since session 18, `lockmeter/src/hint.rs`), in both
-//!   mixes at 2 threads. Where the two vCPUs are far apart (the row's
-//!   line round trip, `transfer.rs`) the read costs a second transfer.
+//!   mixes at 2 threads (the second only where the CPU has PREFETCHW).
+//!   Where the two vCPUs are far apart (the row's line round trip,
+//!   `transfer.rs`) the read costs a second transfer.
 //! - **Unobserved `sync::RwLock` read.** lockmeter's std-API RwLock is
 //!   built on parking_lot's raw RwLock: that lock's read against std's
 //!   own (futex) RwLock's, with no lockmeter code, is the floor of that
@@ -133,9 +134,9 @@ impl Take for PrefetchTryFirst {
     #[inline]
     fn take(&self) {
         #[cfg(target_arch = "x86_64")]
-        // SAFETY: PREFETCHW (on every CPU this bench is run on; see
-        // `lockmeter/src/hint.rs`, which tests for it) never faults and
-        // writes no register, memory or flag.
+        // SAFETY: this lock is only built where the CPU has PREFETCHW
+        // (`has_prefetchw`), which never faults and writes no register,
+        // memory or flag.
         unsafe {
             std::arch::asm!(
                 "prefetchw [{0}]",
@@ -145,6 +146,18 @@ impl Take for PrefetchTryFirst {
         }
         try_then_lock(&self.0);
     }
+}
+
+/// Whether [`PrefetchTryFirst`] can run: CPUID's PRFCHW bit, as
+/// `lockmeter/src/hint.rs` asks it (which keeps its answer private).
+fn has_prefetchw() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::__cpuid;
+        __cpuid(0x8000_0000).eax >= 0x8000_0001 && __cpuid(0x8000_0001).ecx & (1 << 8) != 0
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    false
 }
 
 #[inline(always)]
@@ -162,15 +175,16 @@ fn attempt_rows(cfg: &Config) -> Vec<Row> {
     for (mix, work) in [("hammer", 0), ("work", WORK_ROUNDS)] {
         let bare = || parking_lot::Mutex::new(0u64);
         let plain = lock_pair(cfg, 2, work, false, bare(), TryFirst(bare()));
-        let fetched = lock_pair(cfg, 2, work, false, bare(), PrefetchTryFirst(bare()));
-        for (key, what, pair) in [
-            ("try_first", "try_lock before lock", plain),
-            (
+        let mut pairs = vec![("try_first", "try_lock before lock", plain)];
+        if has_prefetchw() {
+            let fetched = lock_pair(cfg, 2, work, false, bare(), PrefetchTryFirst(bare()));
+            pairs.push((
                 "prefetchw_try_first",
                 "prefetchw, then try_lock before lock",
                 fetched,
-            ),
-        ] {
+            ));
+        }
+        for (key, what, pair) in pairs {
             rows.push(
                 Row::new(
                     &format!("floor_mutex_2t_{mix}_{key}"),

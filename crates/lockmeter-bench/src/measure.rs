@@ -174,7 +174,7 @@ impl Pair {
     /// The medians and ratio spread of runs measured pairwise:
     /// `bare[k]` and `instrumented[k]` one after the other.
     pub fn from_runs(bare: &[f64], instrumented: &[f64]) -> Pair {
-        let ratios: Vec<f64> = bare.iter().zip(instrumented).map(|(b, i)| i / b).collect();
+        let ratios = pairwise(bare, instrumented);
         Pair {
             bare: median(bare),
             instrumented: median(instrumented),
@@ -184,6 +184,11 @@ impl Pair {
             placements: None,
         }
     }
+}
+
+/// The ratio of each pair, `instrumented[k] / bare[k]`.
+fn pairwise(bare: &[f64], instrumented: &[f64]) -> Vec<f64> {
+    bare.iter().zip(instrumented).map(|(b, i)| i / b).collect()
 }
 
 /// The spread of a row's pairwise ratios: quartiles and extremes.
@@ -304,10 +309,9 @@ pub fn interleave_contended(
         instrumented,
     );
     trips.push(transfer::round_trip_ns().unwrap_or(f64::NAN));
-    let ratios: Vec<f64> = b.iter().zip(&i).map(|(b, i)| i / b).collect();
     Pair {
         host_probe: median(&probes),
-        placements: Placements::of(&ratios, &trips),
+        placements: Placements::of(&pairwise(&b, &i), &trips),
         ..Pair::from_runs(&b, &i)
     }
 }

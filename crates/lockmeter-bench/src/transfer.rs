@@ -5,9 +5,10 @@
 //! is not a constant: the hypervisor places the two vCPUs where it likes
 //! and moves them while the guest runs. On an AMD EPYC host a line's round
 //! trip between CPU 0 and CPU 1 read about 390 ns for a minute, then about
-//! 77 ns for the next (session 18), and a `work` row's ratio follows: a
-//! lock whose hand-off costs four times as much makes every extra store
-//! the waiter can interrupt cost more too (`docs/performance.md`).
+//! 77 ns for the next, then 40-55 ns (session 18), and a `work` row's
+//! ratio follows it: far apart, a hand-off that moves the line twice
+//! instead of once (the observed Mutex's `try_lock` before
+//! `lockmeter/src/hint.rs`) cost a third of the row (`docs/performance.md`).
 //!
 //! [`round_trip_ns`] measures it between two threads pinned to CPUs 0 and
 //! 1; the contended rows take one before every repetition
@@ -41,8 +42,8 @@ const TRIPS: u64 = 2_000;
 const BATCHES: usize = 5;
 
 /// A round trip's time ratio between two placements that makes a row
-/// measured across both too different to pool (the fast placement seen
-/// here is ~5x the slow one; noise between batches stays under 1.3x).
+/// measured across both too different to pool (the far placement seen
+/// here takes 5-10x the near ones; noise between batches stays under 1.3x).
 pub const MOVED: f64 = 1.5;
 
 /// The median ns of one round trip of a cache line between a thread on
