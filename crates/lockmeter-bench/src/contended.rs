@@ -21,8 +21,10 @@ use std::sync::Barrier;
 use std::time::Instant;
 
 use crate::bare::BareSpinLock;
+use crate::least::Raw;
 use crate::measure::{interleave_contended, Config, Pair};
-use crate::report::{Goal, Row, Unit};
+use crate::own_con::{self, TryFirst};
+use crate::report::{Con, Goal, Row, Unit};
 
 /// A value on cache lines of its own (128 bytes: adjacent-line prefetch
 /// pairs lines). The locks and the loop's flags are placed this way so a
@@ -99,6 +101,18 @@ pub(crate) fn hot_or_cold<L: Take>(lock: &L, t: usize, i: u64) {
 /// the configured window, `work` rounds of local work between them. `op`
 /// is given the thread's index and its acquisition count so far.
 fn throughput(cfg: &Config, threads: usize, work: u64, op: &(impl Fn(usize, u64) + Sync)) -> f64 {
+    run(cfg, threads, work, op, &|| ()).0
+}
+
+/// [`throughput`], and the acquisitions made; each thread calls `on_exit`
+/// as it leaves its loop.
+fn run(
+    cfg: &Config,
+    threads: usize,
+    work: u64,
+    op: &(impl Fn(usize, u64) + Sync),
+    on_exit: &(impl Fn() + Sync),
+) -> (f64, u64) {
     let stop = Box::new(Aligned(AtomicBool::new(false)));
     let total = Box::new(Aligned(AtomicU64::new(0)));
     let start = Barrier::new(threads + 1);
@@ -118,6 +132,7 @@ fn throughput(cfg: &Config, threads: usize, work: u64, op: &(impl Fn(usize, u64)
                     n += 16;
                 }
                 black_box(x);
+                on_exit();
                 total.fetch_add(n, Ordering::Relaxed);
             });
         }
@@ -127,7 +142,8 @@ fn throughput(cfg: &Config, threads: usize, work: u64, op: &(impl Fn(usize, u64)
         stop.store(true, Ordering::Relaxed);
         t0.elapsed()
     });
-    total.load(Ordering::Relaxed) as f64 / elapsed.as_secs_f64() / 1e6
+    let ops = total.load(Ordering::Relaxed);
+    (ops as f64 / elapsed.as_secs_f64() / 1e6, ops)
 }
 
 /// (steal, total) jiffies of all CPUs from /proc/stat: time the hypervisor
@@ -153,18 +169,32 @@ fn parse_steal(stat: &str) -> Option<(u64, u64)> {
 
 /// The interleaved throughput of `bare` and `inst` on `threads` threads,
 /// each a loop of its own (generic, so neither half pays a virtual call).
+/// With a `twin`, the bare lock's own contention is counted too: before
+/// each repetition's bare run, the twin runs the same loop (its
+/// throughput unused) and its failed attempts are counted ([`own_con`]);
+/// then the CON % it found is returned.
 fn pair(
     cfg: &Config,
     threads: usize,
     work: u64,
     bare: &(impl Fn(usize, u64) + Sync),
     inst: &(impl Fn(usize, u64) + Sync),
-) -> Pair {
-    interleave_contended(
+    twin: Option<&(impl Fn(usize, u64) + Sync)>,
+) -> (Pair, Option<f64>) {
+    own_con::take_failed();
+    let mut twin_ops = 0;
+    let pair = interleave_contended(
         cfg.contended_reps,
-        || throughput(cfg, threads, work, bare),
+        || {
+            if let Some(twin) = twin {
+                twin_ops += run(cfg, threads, work, twin, &own_con::flush).1;
+            }
+            throughput(cfg, threads, work, bare)
+        },
         || throughput(cfg, threads, work, inst),
-    )
+    );
+    let con = twin.map(|_| lockmeter_model::percent(own_con::take_failed(), twin_ops));
+    (pair, con)
 }
 
 /// (acquisitions, contended) the layer has counted for class `id` so far.
@@ -175,15 +205,27 @@ fn counted(handle: &lockmeter::Handle, id: &str) -> (u64, u64) {
         .map_or((0, 0), |l| (l.total.acquisitions, l.total.contended))
 }
 
-/// The share of the instrumented runs' acquisitions that had to wait,
-/// as the layer itself counted them.
-fn contention_note(handle: &lockmeter::Handle, id: &str, before: (u64, u64)) -> String {
+/// The share of the instrumented runs' acquisitions that had to wait, as
+/// the layer itself counted them, beside the bare lock's own (`bare_pct`,
+/// [`own_con`]); the note says both.
+fn contention(
+    handle: &lockmeter::Handle,
+    id: &str,
+    before: (u64, u64),
+    bare_pct: f64,
+) -> (Con, String) {
     let (a, c) = counted(handle, id);
     let (a, c) = (a.saturating_sub(before.0), c.saturating_sub(before.1));
-    format!(
-        "CON {:.1}% of {a} instrumented acquisitions",
-        lockmeter_model::percent(c, a)
-    )
+    let con = Con {
+        observed_pct: lockmeter_model::percent(c, a),
+        bare_pct,
+    };
+    let note = format!(
+        "CON {:.1}% of {a} instrumented acquisitions, the bare lock's own {:.2}% \
+         (a twin taken by try_lock, then lock)",
+        con.observed_pct, con.bare_pct
+    );
+    (con, note)
 }
 
 /// The classes of the instrumented locks of these rows.
@@ -228,10 +270,11 @@ fn row(
     threads: usize,
     mix: &str,
     goal: Goal,
-    measure: impl FnOnce() -> Pair,
+    measure: impl FnOnce() -> (Pair, f64),
 ) -> Row {
     let before = counted(handle, class);
-    let pair = measure();
+    let (pair, bare_pct) = measure();
+    let (con, note) = contention(handle, class, before, bare_pct);
     Row::new(
         &format!(
             "contended_observed_{}_{threads}t_{}",
@@ -243,7 +286,8 @@ fn row(
         goal,
     )
     .with_pair(pair)
-    .note(contention_note(handle, class, before))
+    .with_con(con)
+    .note(note)
 }
 
 /// The interleaved pair of `bare` and `inst` (each on its own aligned
@@ -256,19 +300,65 @@ pub(crate) fn lock_pair<B: Take, I: Take>(
     bare: B,
     inst: I,
 ) -> Pair {
+    mix_pair(cfg, threads, work, many_sites, bare, inst, None::<B>).0
+}
+
+/// [`lock_pair`] of a bare lock that can be tried, and the bare lock's
+/// own CON % in the mix, counted on `twin` (another instance).
+fn counted_pair<B: Take + Raw, I: Take>(
+    cfg: &Config,
+    (threads, work, many_sites): (usize, u64, bool),
+    (bare, twin): (B, B),
+    inst: I,
+) -> (Pair, f64) {
+    let twin = Some(TryFirst(twin));
+    let (pair, con) = mix_pair(cfg, threads, work, many_sites, bare, inst, twin);
+    (pair, con.unwrap_or(f64::NAN))
+}
+
+fn mix_pair<B: Take, I: Take, W: Take>(
+    cfg: &Config,
+    threads: usize,
+    work: u64,
+    many_sites: bool,
+    bare: B,
+    inst: I,
+    twin: Option<W>,
+) -> (Pair, Option<f64>) {
     let (bare, inst) = (Box::new(Aligned(bare)), Box::new(Aligned(inst)));
-    let (bare, inst) = (&bare.0, &inst.0);
+    let twin = twin.map(|t| Box::new(Aligned(t)));
+    let (bare, inst, twin) = (&bare.0, &inst.0, twin.as_ref().map(|t| &t.0));
     if many_sites {
+        let twin = twin.map(|w| move |t, i| hot_or_cold(w, t, i));
         pair(
             cfg,
             threads,
             work,
             &|t, i| hot_or_cold(bare, t, i),
             &|t, i| hot_or_cold(inst, t, i),
+            twin.as_ref(),
         )
     } else {
-        pair(cfg, threads, work, &|_, _| bare.take(), &|_, _| inst.take())
+        let twin = twin.map(|w| move |_, _| w.take());
+        pair(
+            cfg,
+            threads,
+            work,
+            &|_, _| bare.take(),
+            &|_, _| inst.take(),
+            twin.as_ref(),
+        )
     }
+}
+
+/// Two bare Mutexes: the bare side and its counted twin.
+fn mutexes() -> (parking_lot::Mutex<u64>, parking_lot::Mutex<u64>) {
+    (parking_lot::Mutex::new(0), parking_lot::Mutex::new(0))
+}
+
+/// Two bare SpinLocks: the bare side and its counted twin.
+fn spinlocks() -> (BareSpinLock<u64>, BareSpinLock<u64>) {
+    (BareSpinLock::new(0), BareSpinLock::new(0))
 }
 
 /// The contended `hammer` goal: throughput ratio to the bare lock.
@@ -286,12 +376,12 @@ pub fn rows(cfg: &Config, handle: &lockmeter::Handle) -> Vec<Row> {
         for threads in [2, 8] {
             let measure = || {
                 let inst = lockmeter::Mutex::named(MUTEX, 0u64);
-                lock_pair(cfg, threads, work, false, parking_lot::Mutex::new(0), inst)
+                counted_pair(cfg, (threads, work, false), mutexes(), inst)
             };
             rows.push(row(handle, MUTEX, "Mutex", threads, mix, goal, measure));
             let measure = || {
                 let inst = lockmeter::SpinLock::named(SPINLOCK, 0u64);
-                lock_pair(cfg, threads, work, false, BareSpinLock::new(0), inst)
+                counted_pair(cfg, (threads, work, false), spinlocks(), inst)
             };
             rows.push(row(
                 handle, SPINLOCK, "SpinLock", threads, mix, goal, measure,
@@ -301,14 +391,14 @@ pub fn rows(cfg: &Config, handle: &lockmeter::Handle) -> Vec<Row> {
     let mix = "work, many sites";
     let measure = || {
         let inst = lockmeter::Mutex::named(MIXED_MUTEX, 0u64);
-        lock_pair(cfg, 2, WORK_ROUNDS, true, parking_lot::Mutex::new(0), inst)
+        counted_pair(cfg, (2, WORK_ROUNDS, true), mutexes(), inst)
     };
     let r = row(handle, MIXED_MUTEX, "Mutex", 2, mix, WORK_GOAL, measure);
     let note = format!("{}; {}", r.note, sites_note(handle, MIXED_MUTEX));
     rows.push(r.note(note));
     let measure = || {
         let inst = lockmeter::SpinLock::named(MIXED_SPINLOCK, 0u64);
-        lock_pair(cfg, 2, WORK_ROUNDS, true, BareSpinLock::new(0), inst)
+        counted_pair(cfg, (2, WORK_ROUNDS, true), spinlocks(), inst)
     };
     let r = row(
         handle,
@@ -391,8 +481,8 @@ fn unaligned_rows(cfg: &Config, handle: &lockmeter::Handle) -> Vec<Row> {
     let mix = &format!("work, at line offset {UNALIGNED_AT}");
     let measure = || {
         let inst = Placed::new(UNALIGNED_AT, lockmeter::Mutex::named(UNALIGNED_MUTEX, 0u64));
-        let bare = Placed::new(UNALIGNED_AT, parking_lot::Mutex::new(0u64));
-        lock_pair(cfg, 2, WORK_ROUNDS, false, bare, inst)
+        let placed = || Placed::new(UNALIGNED_AT, parking_lot::Mutex::new(0u64));
+        counted_pair(cfg, (2, WORK_ROUNDS, false), (placed(), placed()), inst)
     };
     let mutex = row(handle, UNALIGNED_MUTEX, "Mutex", 2, mix, WORK_GOAL, measure);
     let measure = || {
@@ -400,8 +490,8 @@ fn unaligned_rows(cfg: &Config, handle: &lockmeter::Handle) -> Vec<Row> {
             UNALIGNED_AT,
             lockmeter::SpinLock::named(UNALIGNED_SPINLOCK, 0u64),
         );
-        let bare = Placed::new(UNALIGNED_AT, BareSpinLock::new(0u64));
-        lock_pair(cfg, 2, WORK_ROUNDS, false, bare, inst)
+        let placed = || Placed::new(UNALIGNED_AT, BareSpinLock::new(0u64));
+        counted_pair(cfg, (2, WORK_ROUNDS, false), (placed(), placed()), inst)
     };
     let spinlock = row(
         handle,
@@ -425,5 +515,23 @@ mod tests {
         assert_eq!(parse_steal(stat), Some((4, 100)));
         assert_eq!(parse_steal("cpu  1 2 3\n"), None);
         assert_eq!(parse_steal("intr 5\n"), None);
+    }
+
+    /// A counted pair runs the twin in every repetition and gives its CON
+    /// as a percentage: 4 threads hammering on fewer CPUs are preempted
+    /// holding it, so some attempts fail, but far from all.
+    #[test]
+    fn a_counted_pair_reports_the_bare_locks_own_contention() {
+        let _one = own_con::COUNTING.lock().unwrap_or_else(|e| e.into_inner());
+        let cfg = Config {
+            contended_reps: 2,
+            window: std::time::Duration::from_millis(20),
+            ..Config::new(true)
+        };
+        let (pair, con) = counted_pair(&cfg, (4, 0, false), mutexes(), parking_lot::Mutex::new(0));
+        assert!(pair.bare > 0.0 && pair.instrumented > 0.0, "{pair:?}");
+        assert!(con > 0.0 && con < 100.0, "CON {con}");
+        // Nothing is left over for the next row to count.
+        assert_eq!(own_con::take_failed(), 0);
     }
 }

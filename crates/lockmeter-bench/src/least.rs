@@ -131,6 +131,21 @@ raw_by_try_lock!(
     BareSpinLock<u64> => crate::bare::BareSpinGuard<'a, u64>
 );
 
+impl<L: Raw> Raw for crate::placement::Placed<L> {
+    type Guard<'a>
+        = L::Guard<'a>
+    where
+        Self: 'a;
+    #[inline]
+    fn attempt(&self) -> Option<Self::Guard<'_>> {
+        self.get().attempt()
+    }
+    #[inline]
+    fn wait(&self) -> Self::Guard<'_> {
+        self.get().wait()
+    }
+}
+
 /// The parts of [`Least`], one bit each, so that a row can leave one out
 /// and show what it costs.
 pub mod part {

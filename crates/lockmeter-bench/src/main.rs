@@ -32,6 +32,7 @@ mod host;
 mod least;
 mod measure;
 mod memory;
+mod own_con;
 mod placement;
 mod prometheus;
 mod report;

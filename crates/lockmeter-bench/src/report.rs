@@ -119,6 +119,16 @@ pub struct Row {
     pub host_probe: Option<f64>,
     /// For contended rows, the line round trips it was measured at.
     pub placements: Option<Placements>,
+    /// For contended rows, CON % as lockmeter counted it and as the bare
+    /// lock's counted twin found it in the same mix (`own_con`).
+    pub con: Option<Con>,
+}
+
+/// A contended row's contention, lockmeter's and the bare lock's own.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Con {
+    pub observed_pct: f64,
+    pub bare_pct: f64,
 }
 
 /// Pairs a placement needs for its ratio to count in [`Verdict::Moved`].
@@ -168,6 +178,7 @@ impl Row {
             median_ci: None,
             goal,
             note: String::new(),
+            con: None,
             host_probe: None,
             placements: None,
         }
@@ -181,6 +192,12 @@ impl Row {
         self.spread = (p.spread.pairs > 0).then_some(p.spread);
         self.host_probe = finite(p.host_probe);
         self.placements = p.placements;
+        self
+    }
+
+    /// Sets the contention figures of a contended row.
+    pub fn with_con(mut self, con: Con) -> Row {
+        self.con = Some(con);
         self
     }
 
@@ -415,6 +432,10 @@ pub fn json(rows: &[Row]) -> Value {
                         "far": {"ratio": finite(s.far.0), "pairs": s.far.1},
                     })),
                 })),
+                "con_percent": r.con.map(|c| json!({
+                    "observed": finite(c.observed_pct),
+                    "bare": finite(c.bare_pct),
+                })),
                 "goal": r.goal.label(),
                 "verdict": match r.verdict() {
                     Verdict::None => Value::Null,
@@ -450,6 +471,19 @@ mod tests {
             }),
         });
         r
+    }
+
+    #[test]
+    fn a_contended_rows_contention_is_in_the_json_and_absent_elsewhere() {
+        let con = Con {
+            observed_pct: 14.5,
+            bare_pct: 0.25,
+        };
+        let j = json(&[row(Goal::Info, Some(0.8), Some(1.0)).with_con(con)]);
+        assert_eq!(j["k"]["con_percent"]["observed"], 14.5);
+        assert_eq!(j["k"]["con_percent"]["bare"], 0.25);
+        let j = json(&[row(Goal::Info, Some(0.8), Some(1.0))]);
+        assert!(j["k"]["con_percent"].is_null());
     }
 
     #[test]
