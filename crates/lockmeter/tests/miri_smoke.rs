@@ -214,3 +214,30 @@ fn sync_mutex_keeps_its_guard_parts_soundly() {
     tracing::dispatcher::with_default(&dispatch, run);
     assert!(lock(&handle.snapshot(), "miri.sync").total.acquisitions >= 3);
 }
+
+/// Timed holds keep their timed part on their thread, at their `now`
+/// index: every hold timed, nested past what the table shows (the last
+/// has nowhere to keep it), then released out of order, so the indexes
+/// are reused.
+#[test]
+fn timed_holds_kept_beside_the_held_table() {
+    let (clock, _mock) = quanta::Clock::mock();
+    let layer = Layer::builder()
+        .clock(clock)
+        .sample_uncontended_holds(1)
+        .build();
+    let handle = layer.handle();
+    let dispatch = tracing::Dispatch::new(tracing::subscriber::NoSubscriber::default().with(layer));
+    tracing::dispatcher::with_default(&dispatch, || {
+        let locks: Vec<_> = (0..17).map(|_| Mutex::named("miri.nested", 0u8)).collect();
+        let mut held: Vec<_> = locks.iter().map(|m| m.lock()).collect();
+        held.swap(0, 16);
+        drop(held);
+        for m in &locks[..2] {
+            *m.lock() += 1;
+        }
+    });
+    let snap = handle.snapshot();
+    let t = &lock(&snap, "miri.nested").total;
+    assert_eq!((t.acquisitions, t.hold_timed), (19, 18));
+}

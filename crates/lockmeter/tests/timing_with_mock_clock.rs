@@ -262,3 +262,37 @@ fn reset_starts_a_new_window() {
         8
     );
 }
+
+/// A thread holding as many locks as its `now` table shows has nowhere to
+/// keep a further hold's timing: that hold is counted exactly but not
+/// timed, and the holds around it, before and after, keep their times
+/// (a timed hold's part lives at its `now` index, which is reused).
+#[test]
+fn a_hold_beyond_the_held_table_is_counted_but_not_timed() {
+    let (builder, mock) = mock_layer();
+    let (handle, ()) = observe_with(builder, || {
+        let fillers: Vec<_> = (0..16).map(|_| Mutex::named("mock.filler", ())).collect();
+        let deep = Mutex::named("mock.deep", ());
+        let held: Vec<_> = fillers.iter().map(|m| m.lock()).collect();
+        let g = deep.lock();
+        mock.increment(Duration::from_millis(2));
+        drop(g);
+        drop(held);
+        // The table has room again: timed as usual, at a reused index.
+        let g = deep.lock();
+        mock.increment(Duration::from_millis(3));
+        drop(g);
+    });
+    let snap = handle.snapshot();
+    let d = &lock(&snap, "mock.deep").total;
+    assert_eq!((d.acquisitions, d.nowait), (2, 2), "counts stay exact");
+    assert_eq!(
+        d.hold_timed, 1,
+        "only the hold the table could show is timed"
+    );
+    assert_eq!(d.hold_ns.total, 3_000_000);
+    let f = &lock(&snap, "mock.filler").total;
+    assert_eq!((f.acquisitions, f.hold_timed), (16, 16));
+    // Each filler was held across both increments of the first part.
+    assert_eq!(f.hold_ns.min, 2_000_000);
+}

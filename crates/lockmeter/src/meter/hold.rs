@@ -1,7 +1,7 @@
 //! What a guard carries: whether and since when its hold is timed.
 
+use std::cell::Cell;
 use std::marker::PhantomData;
-use std::mem::MaybeUninit;
 use std::panic::Location;
 
 use super::{blame_hold, Meta};
@@ -24,11 +24,14 @@ pub(crate) struct GuardNoSend(PhantomData<*mut ()>);
 /// are not timed (unobserved, or an uncontended one not sampled) carry no
 /// entry and cost nothing to release.
 ///
-/// A flat struct of scalars, not an enum with payloads: the compiler keeps
-/// each field in a register through the merge of the observed and
-/// unobserved paths, where an enum (64 bytes with the contended variant)
-/// was copied whole between stack slots on every acquisition, observed or
-/// not. The timed part is left unwritten by the states that do not use it.
+/// Eight bytes, one register: a function that returns a guard or a hold
+/// returns it in registers, and an unobserved acquisition writes nothing
+/// else. A timed hold's part ([`Timed`]) is kept on its thread, beside the
+/// `now` record the hold has (`held` indexes both), not in the guard: with
+/// it inside (48 bytes), every path that merged an observed acquisition
+/// with an unobserved one, observed or not, copied the hold between stack
+/// slots (the unobserved upgrade: 55 instructions against parking_lot's
+/// 22, by callgrind; `docs/performance.md`, "Session 19").
 ///
 /// `Copy` because it is plain data that owns nothing: the out-of-line
 /// release takes a copy by value, so that the guard's own copy never has
@@ -36,14 +39,23 @@ pub(crate) struct GuardNoSend(PhantomData<*mut ()>);
 #[derive(Clone, Copy)]
 pub(crate) struct Hold {
     timing: Timing,
-    /// Where `now` records this hold ([`now::UNTRACKED`]: nowhere).
+    /// Where `now` records this hold ([`now::UNTRACKED`]: nowhere), and,
+    /// when the hold is timed, where its [`Timed`] part is in [`TIMED`].
     held: u32,
-    /// Written only when `timing` is `Sampled` or `Contended`, and read
-    /// only then: an unobserved acquisition stores the tag and `held`
-    /// alone (all of it cost the unobserved Mutex five stores and the
-    /// upgrade ten per acquisition, by callgrind).
-    timed: MaybeUninit<Timed>,
     _not_send: GuardNoSend,
+}
+
+const _: () = assert!(std::mem::size_of::<Hold>() == 8);
+
+thread_local! {
+    /// The timed part of each of the thread's timed holds, at the index of
+    /// its `now` record: a record is the hold's until the hold ends, and
+    /// a guard is released on the thread that took it (`GuardNoSend`).
+    /// `const` and without a destructor, so it is one TLS address away and
+    /// still there for a guard dropped by another thread-local's destructor.
+    static TIMED: [Cell<Timed>; now::MAX_HELD] = const {
+        [const { Cell::new(Timed::NONE) }; now::MAX_HELD]
+    };
 }
 
 /// The part of a [`Hold`] only a timed hold has.
@@ -60,6 +72,16 @@ struct Timed {
     behind: *mut Location<'static>,
     /// Contended only: the waiter stack captured after the wait, if one was.
     stack: PackedCaptured,
+}
+
+impl Timed {
+    const NONE: Timed = Timed {
+        entry: std::ptr::null(),
+        start: 0,
+        wait_ns: 0,
+        behind: std::ptr::null_mut(),
+        stack: PackedCaptured::NONE,
+    };
 }
 
 /// How a hold is timed.
@@ -109,16 +131,27 @@ impl Hold {
         Hold {
             timing,
             held: now::UNTRACKED,
-            timed: MaybeUninit::uninit(),
             _not_send: GuardNoSend(PhantomData),
         }
     }
 
+    /// A timed hold recorded at `held` in `now`, its timed part kept at
+    /// the same index. A hold `now` could not record (a thread holding
+    /// [`now::MAX_HELD`] locks already, or exiting) has nowhere to keep it:
+    /// its wait is recorded now, its hold time not at all (as a discarded
+    /// hold's), and the hold is released as an untimed observed one.
     #[inline(always)]
-    fn timed_as(timing: Timing, timed: Timed) -> Hold {
-        Hold {
-            timed: MaybeUninit::new(timed),
+    fn timed_as(timing: Timing, timed: Timed, held: u32) -> Hold {
+        let hold = Hold {
+            held,
             ..Hold::with(timing)
+        };
+        match TIMED.with(|t| t.get(held as usize).map(|slot| slot.set(timed))) {
+            Some(()) => hold,
+            None => {
+                hold.end_untimed(timed);
+                Hold::observed().in_now(held)
+            }
         }
     }
 
@@ -138,9 +171,10 @@ impl Hold {
         self
     }
 
-    /// A sampled uncontended hold beginning at `start`.
+    /// A sampled uncontended hold beginning at `start`, recorded at `held`
+    /// in `now`.
     #[inline(always)]
-    pub(super) fn sampled(entry: &Entry, start: u64) -> Hold {
+    pub(super) fn sampled(entry: &Entry, start: u64, held: u32) -> Hold {
         entry.hold_started();
         let timed = Timed {
             entry,
@@ -149,7 +183,7 @@ impl Hold {
             behind: std::ptr::null_mut(),
             stack: PackedCaptured::NONE,
         };
-        Hold::timed_as(Timing::Sampled, timed)
+        Hold::timed_as(Timing::Sampled, timed, held)
     }
 
     /// The hold of a contended acquisition, beginning at `start`; one of
@@ -162,6 +196,7 @@ impl Hold {
         behind: *mut Location<'static>,
         stack: Option<Captured>,
         sampled: bool,
+        held: u32,
     ) -> Hold {
         entry.hold_started();
         let stack = PackedCaptured::pack(stack);
@@ -176,28 +211,42 @@ impl Hold {
             true => Timing::ContendedSampled,
             false => Timing::Contended,
         };
-        Hold::timed_as(timing, timed)
+        Hold::timed_as(timing, timed, held)
     }
 
-    /// The timed part and its entry, if the hold is timed.
+    /// The timed part and its entry, if the hold is timed. Read before
+    /// anything that may take a lock: the hold's index is free for another
+    /// once its `now` record is gone.
     #[inline(always)]
-    fn timed(&self) -> Option<(&Entry, &Timed)> {
+    fn timed(&self) -> Option<(&Entry, Timed)> {
         match self.timing {
             Timing::Untimed | Timing::Observed => None,
-            // SAFETY: a timed hold's part is written when it is made
-            // (`timed_as`); its entry lives as long as its thread's slot,
-            // which outlives every guard of the thread (see `shard`).
-            Timing::Sampled | Timing::Contended | Timing::ContendedSampled => unsafe {
-                let t = self.timed.assume_init_ref();
-                Some((&*t.entry, t))
-            },
+            Timing::Sampled | Timing::Contended | Timing::ContendedSampled => {
+                let t = TIMED.with(|t| t[self.held as usize].get());
+                // SAFETY: a timed hold's part was written at its index when
+                // it was made (`timed_as`, which makes an untracked hold
+                // untimed), and nothing else writes there while the hold
+                // lasts; its entry lives as long as its thread's slot,
+                // which outlives every guard of the thread (see `shard`).
+                Some((unsafe { &*t.entry }, t))
+            }
         }
     }
 
     /// Ends a hold without timing it (a semaphore `down` without a permit).
     pub(crate) fn discard(self) {
+        let timed = self.timed();
         now::hold_ends(self.held);
-        let Some((e, t)) = self.timed() else { return };
+        if let Some((_, t)) = timed {
+            self.end_untimed(t);
+        }
+    }
+
+    /// Records what a timed hold whose time is not kept still counts: its
+    /// wait, if it waited, and that its sample ended.
+    fn end_untimed(&self, t: Timed) {
+        // SAFETY: as in `timed`.
+        let e = unsafe { &*t.entry };
         match self.timing {
             Timing::Contended => e.end_contended_hold(None, t.wait_ns, t.behind),
             Timing::ContendedSampled => e.end_sampled_contended_hold(None, t.wait_ns, t.behind),
@@ -244,8 +293,9 @@ impl Hold {
     /// the reason [`Hold::release_blaming`] gives.
     #[inline(never)]
     fn release_timed_unblamed(self, unlock: impl FnOnce()) {
+        let timed = self.timed();
         now::hold_ends(self.held);
-        self.release_timed_as(None, unlock)
+        self.release_timed_as(timed, None, unlock)
     }
 
     /// The hold ends with a clock read just after `unlock`, outside the
@@ -253,16 +303,23 @@ impl Hold {
     /// and every contended one, comes here.
     #[inline(never)]
     fn release_timed(self, meta: &Meta, unlock: impl FnOnce()) {
+        let timed = self.timed();
         now::hold_ends(self.held);
         let blame = meta.blame.anyone_waiting().then_some(meta);
-        self.release_timed_as(blame, unlock);
+        self.release_timed_as(timed, blame, unlock);
     }
 
-    /// [`Hold::release_timed`], blaming this hold afterwards for the
-    /// waiting on `blame`'s lock when given.
+    /// [`Hold::release_timed`] of the hold whose part is `timed` (read
+    /// by the caller before the hold's record ended), blaming this hold
+    /// afterwards for the waiting on `blame`'s lock when given.
     #[inline]
-    fn release_timed_as(&self, blame: Option<&Meta>, unlock: impl FnOnce()) {
-        let Some((e, t)) = self.timed() else {
+    fn release_timed_as(
+        &self,
+        timed: Option<(&Entry, Timed)>,
+        blame: Option<&Meta>,
+        unlock: impl FnOnce(),
+    ) {
+        let Some((e, t)) = timed else {
             return unlock();
         };
         unlock();

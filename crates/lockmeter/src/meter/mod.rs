@@ -463,10 +463,9 @@ impl Probe {
         self.note_owner(meta, site);
         let held = now::hold_prepared(prepared, meta.instance(), self.entry, self.recorder);
         match start {
-            None => Hold::observed(),
-            Some(start) => Hold::sampled(self.entry(), start),
+            None => Hold::observed().in_now(held),
+            Some(start) => Hold::sampled(self.entry(), start, held),
         }
-        .in_now(held)
     }
 
     /// The first attempt failed: the wait begins now.
@@ -562,7 +561,7 @@ impl Probe {
             pre => stack_hooks::after_wait(self.recorder(), e, pre, wait_ns),
         };
         let held = now::wait_ends_held(meta.instance(), self.entry, self.recorder, wait_ns);
-        Hold::contended(e, now, wait_ns, waiting.holder, stack, sampled).in_now(held)
+        Hold::contended(e, now, wait_ns, waiting.holder, stack, sampled, held)
     }
 
     /// Whether this contended acquisition is timed whatever the sample

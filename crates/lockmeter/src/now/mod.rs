@@ -39,7 +39,7 @@ use self::table::{FirstHold, Rec};
 use crate::recorder::entry::Entry;
 use crate::recorder::Recorder;
 
-pub(crate) use self::table::UNTRACKED;
+pub(crate) use self::table::{MAX_HELD, UNTRACKED};
 pub(crate) use self::thread::exiting;
 pub(crate) use self::watchdog::{forget_recorder, remember_dispatch};
 
