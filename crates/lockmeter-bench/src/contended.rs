@@ -300,7 +300,7 @@ pub(crate) fn lock_pair<B: Take, I: Take>(
     bare: B,
     inst: I,
 ) -> Pair {
-    mix_pair(cfg, threads, work, many_sites, bare, inst, None::<B>).0
+    mix_pair(cfg, (threads, work, many_sites), bare, inst, None::<B>).0
 }
 
 /// [`lock_pair`] of a bare lock that can be tried, and the bare lock's
@@ -312,15 +312,16 @@ fn counted_pair<B: Take + Raw, I: Take>(
     inst: I,
 ) -> (Pair, f64) {
     let twin = Some(TryFirst(twin));
-    let (pair, con) = mix_pair(cfg, threads, work, many_sites, bare, inst, twin);
+    let (pair, con) = mix_pair(cfg, (threads, work, many_sites), bare, inst, twin);
     (pair, con.unwrap_or(f64::NAN))
 }
 
+/// The pair of [`lock_pair`] on `threads` threads with `work` rounds
+/// between acquisitions, at one site or many; with a `twin`, its CON % too
+/// (see [`pair`]).
 fn mix_pair<B: Take, I: Take, W: Take>(
     cfg: &Config,
-    threads: usize,
-    work: u64,
-    many_sites: bool,
+    (threads, work, many_sites): (usize, u64, bool),
     bare: B,
     inst: I,
     twin: Option<W>,
