@@ -23,7 +23,7 @@ use std::time::Instant;
 use crate::bare::BareSpinLock;
 use crate::least::Raw;
 use crate::measure::{interleave_contended, Config, Pair};
-use crate::own_con::{self, TryFirst};
+use crate::own_con::{self, CountingTwin};
 use crate::report::{Con, Goal, Row, Unit};
 
 /// A value on cache lines of its own (128 bytes: adjacent-line prefetch
@@ -311,7 +311,7 @@ fn counted_pair<B: Take + Raw, I: Take>(
     (bare, twin): (B, B),
     inst: I,
 ) -> (Pair, f64) {
-    let twin = Some(TryFirst(twin));
+    let twin = Some(CountingTwin(twin));
     let (pair, con) = mix_pair(cfg, (threads, work, many_sites), bare, inst, twin);
     (pair, con.unwrap_or(f64::NAN))
 }

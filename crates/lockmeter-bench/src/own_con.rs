@@ -28,9 +28,9 @@ static FAILED_TOTAL: AtomicU64 = AtomicU64::new(0);
 
 /// A bare lock taken by one attempt, then the blocking lock, with each
 /// failed attempt counted.
-pub struct TryFirst<L>(pub L);
+pub struct CountingTwin<L>(pub L);
 
-impl<L: Raw> Take for TryFirst<L> {
+impl<L: Raw> Take for CountingTwin<L> {
     #[inline]
     fn take(&self) {
         let mut g = match self.0.attempt() {
@@ -71,7 +71,7 @@ mod tests {
     fn counts_failed_attempts_once_flushed() {
         let _one = COUNTING.lock().unwrap_or_else(|e| e.into_inner());
         take_failed();
-        let twin = TryFirst(parking_lot::Mutex::new(0u64));
+        let twin = CountingTwin(parking_lot::Mutex::new(0u64));
         twin.take();
         flush();
         assert_eq!(take_failed(), 0, "a free lock is no failure");

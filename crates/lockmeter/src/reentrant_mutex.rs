@@ -89,8 +89,7 @@ impl<R: RawMutex, G: GetThreadId> Core<R, G> {
         // registers were saved and its stack frame set up on every
         // acquisition, observed or not (1.07 of parking_lot's time).
         if !crate::recorder::observing() {
-            self.enter(self.me(), || Some(self.raw.lock()))
-                .expect("lock");
+            self.enter_blocking();
             return Hold::none();
         }
         self.lock_observed(site)
@@ -105,21 +104,18 @@ impl<R: RawMutex, G: GetThreadId> Core<R, G> {
             &self.meta,
             site,
             Mode::Exclusive,
-            || {
-                self.enter(self.me(), || Some(self.raw.lock()))
-                    .expect("lock")
-            },
+            || self.enter_blocking(),
             || self.enter(self.me(), || self.raw.try_lock()),
-            || {
-                (
-                    self.enter(self.me(), || Some(self.raw.lock()))
-                        .expect("lock"),
-                    0,
-                    0,
-                )
-            },
+            || (self.enter_blocking(), 0, 0),
         );
         hold
+    }
+
+    /// Enters a level, blocking on the raw lock if another thread owns it.
+    #[inline]
+    fn enter_blocking(&self) {
+        self.enter(self.me(), || Some(self.raw.lock()))
+            .expect("a blocking lock always enters");
     }
 
     /// Enters a level: again on the owning thread, else by `acquire`;
