@@ -524,16 +524,23 @@ mod tests {
     }
 
     /// A reader on another thread only ever sees states the writer was in.
+    /// The writer runs its 20,000 rounds and then on until the reader has
+    /// read while it ran (bounded): on a loaded machine the writer could
+    /// otherwise finish before the reader was ever scheduled.
     #[test]
     fn concurrent_reads_see_only_whole_states() {
+        use std::sync::atomic::AtomicBool;
         let t = std::sync::Arc::new(Table::new());
-        let w = t.clone();
+        let read_enough = std::sync::Arc::new(AtomicBool::new(false));
+        let (w, enough) = (t.clone(), read_enough.clone());
         let writer = std::thread::spawn(move || {
-            for i in 1..20_000usize {
+            let mut i = 1usize;
+            while i < 20_000 || (!enough.load(Relaxed) && i < 20_000_000) {
                 let a = w.hold(rec(i));
                 let b = w.hold(rec(i + 1));
                 w.release(a);
                 w.release(b);
+                i += 1;
             }
         });
         let mut seen = 0;
@@ -546,6 +553,9 @@ mod tests {
                     other => panic!("impossible state {other:?}"),
                 }
                 seen += 1;
+                if seen == 100 {
+                    read_enough.store(true, Relaxed);
+                }
             }
         }
         writer.join().unwrap();
