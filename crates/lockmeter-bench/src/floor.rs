@@ -25,10 +25,11 @@
 //!   mixes at 2 threads (the second only where the CPU has PREFETCHW).
 //!   Where the two vCPUs are far apart (the row's line round trip,
 //!   `transfer.rs`) the read costs a second transfer.
-//! - **Unobserved `sync::RwLock` read.** lockmeter's std-API RwLock is
-//!   built on parking_lot's raw RwLock: that lock's read against std's
-//!   own (futex) RwLock's, with no lockmeter code, is the floor of that
-//!   design under the unobserved row's 1.05.
+//! - **Unobserved `sync::RwLock` read.** Until session 20 lockmeter's
+//!   std-API RwLock was built on parking_lot's raw RwLock: that lock's
+//!   read against std's own (futex) RwLock's, with no lockmeter code, was
+//!   the floor of that design under the unobserved row's 1.05, and is why
+//!   it is now built on std's own lock (`lockmeter/src/sync/std_raw.rs`).
 //!
 //! `docs/performance.md` ("What misses, and what it would take") reads
 //! these rows.
@@ -326,9 +327,9 @@ fn observed_rows(cfg: &Config) -> Vec<Row> {
     rows
 }
 
-/// parking_lot's RwLock read (what `lockmeter::sync::RwLock` is built
-/// on) against std's, one thread, no profiler: the floor under the
-/// unobserved `sync::RwLock` read row.
+/// parking_lot's RwLock read (what `lockmeter::sync::RwLock` was built
+/// on until session 20) against std's, one thread, no profiler: the
+/// floor that design put under the unobserved `sync::RwLock` read row.
 fn rwlock_read_row(cfg: &Config) -> Row {
     let std_lock = std::sync::RwLock::new(1u64);
     let pl = parking_lot::RwLock::new(1u64);
@@ -354,6 +355,6 @@ fn rwlock_read_row(cfg: &Config) -> Row {
     .with_pair(pair)
     .note(
         "no profiler: ratio = parking_lot::RwLock read / std::sync::RwLock read; the raw \
-         lock under lockmeter::sync::RwLock, so the floor of its unobserved read row",
+         lock under lockmeter::sync::RwLock until session 20 (now std's own)",
     )
 }

@@ -205,6 +205,16 @@ fn sync_mutex_keeps_its_guard_parts_soundly() {
         w.join().unwrap();
         assert_eq!(*rw.read().unwrap(), 2);
         assert!(rw.try_write().is_ok());
+        // Its raw lock is std's own, whose guards its guards carry: a read
+        // held here while another thread reads, and a writer refused.
+        let held = rw.read().unwrap();
+        let rw3 = rw.clone();
+        let other = spawn_observed(move || *rw3.read().unwrap());
+        assert_eq!(other.join().unwrap(), 2);
+        assert!(rw.try_write().is_err());
+        drop(held);
+        *rw.try_write().unwrap() += 1;
+        assert_eq!(*rw.try_read().unwrap(), 3);
     };
     run();
     let (clock, _mock) = quanta::Clock::mock();

@@ -11,8 +11,9 @@
 //! Poisoning follows std: a guard dropped while its thread panics poisons
 //! its lock; later acquisitions succeed, are counted like any other, and
 //! return `Err` until [`Mutex::clear_poison`]. The locks underneath are
-//! lockmeter's own ([`crate::Mutex`], [`crate::RwLock`], [`crate::Condvar`]), so the table
-//! shows each class and call site as for those.
+//! lockmeter's own ([`crate::Mutex`], [`crate::Condvar`], and a
+//! [`crate::MeteredRwLock`] over std's own `RwLock`), so the table shows
+//! each class and call site as for those.
 //!
 //! Differences from std are listed in docs/guide.md ("Differences from std
 //! / parking_lot").
@@ -70,6 +71,7 @@ mod mutex;
 mod poison;
 mod rwlock;
 mod stash;
+mod std_raw;
 
 pub use condvar::Condvar;
 pub use mutex::{Mutex, MutexGuard};

@@ -1,4 +1,5 @@
-//! `std::sync::RwLock`'s API over a metered [`crate::RwLock`].
+//! `std::sync::RwLock`'s API over a metered lock whose raw lock is std's
+//! own ([`StdRawRwLock`]).
 
 use std::fmt;
 use std::ops::Deref;
@@ -7,6 +8,8 @@ use std::sync::{LockResult, TryLockResult};
 
 use super::poison;
 use super::stash::{stashed_guard, Stash};
+use super::std_raw::StdRawRwLock;
+use crate::rwlock::{MeteredReadGuard, MeteredRwLock, MeteredWriteGuard};
 
 /// A drop-in for [`std::sync::RwLock`]: the same API, poisoning included,
 /// with every acquisition counted at its call site, reads and writes apart.
@@ -31,8 +34,8 @@ use super::stash::{stashed_guard, Stash};
 pub struct RwLock<T: ?Sized> {
     poison: poison::Flag,
     /// A writer's metered guard parts while it holds the lock (see `stash`).
-    held: Stash<<parking_lot::RawRwLock as lock_api::RawRwLock>::ExclusiveGuard>,
-    inner: crate::RwLock<T>,
+    held: Stash<<StdRawRwLock as lock_api::RawRwLock>::ExclusiveGuard>,
+    inner: MeteredRwLock<StdRawRwLock, T>,
 }
 
 // SAFETY: `held` is only touched by the thread holding `inner` exclusively,
@@ -48,7 +51,7 @@ impl<T: ?Sized> RefUnwindSafe for RwLock<T> {}
 /// Shared access to a [`RwLock`]'s data. Not `Send`, as std's.
 #[must_use = "if unused the RwLock will immediately unlock"]
 pub struct RwLockReadGuard<'a, T: ?Sized + 'a> {
-    inner: crate::RwLockReadGuard<'a, T>,
+    inner: MeteredReadGuard<'a, StdRawRwLock, T>,
 }
 
 /// Exclusive access to a [`RwLock`]'s data; poisons the lock if dropped
@@ -73,7 +76,7 @@ impl<T> RwLock<T> {
         RwLock {
             poison: poison::Flag::new(),
             held: Stash::new(),
-            inner: crate::RwLock::new(t),
+            inner: MeteredRwLock::new(t),
         }
     }
 
@@ -83,7 +86,7 @@ impl<T> RwLock<T> {
         RwLock {
             poison: poison::Flag::new(),
             held: Stash::new(),
-            inner: crate::RwLock::named(name, t),
+            inner: MeteredRwLock::named(name, t),
         }
     }
 
@@ -117,7 +120,7 @@ impl<T: ?Sized> RwLock<T> {
     #[inline(always)]
     fn read_guard<'a>(
         &'a self,
-        inner: crate::RwLockReadGuard<'a, T>,
+        inner: MeteredReadGuard<'a, StdRawRwLock, T>,
     ) -> LockResult<RwLockReadGuard<'a, T>> {
         self.poison.result(RwLockReadGuard { inner })
     }
@@ -125,9 +128,9 @@ impl<T: ?Sized> RwLock<T> {
     #[inline(always)]
     fn write_guard<'a>(
         &'a self,
-        inner: crate::RwLockWriteGuard<'a, T>,
+        inner: MeteredWriteGuard<'a, StdRawRwLock, T>,
     ) -> LockResult<RwLockWriteGuard<'a, T>> {
-        let parts = crate::RwLockWriteGuard::into_raw_parts(inner);
+        let parts = MeteredWriteGuard::into_raw_parts(inner);
         // SAFETY: we hold the lock exclusively, and only its writer
         // touches `held`.
         let untimed = unsafe { self.held.put(parts) };
