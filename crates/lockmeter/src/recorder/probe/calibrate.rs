@@ -181,22 +181,113 @@ fn measure() -> (Vec<(LockKind, f64)>, f64, f64) {
     let (outside, entry) = before_attempt();
     let inside = while_held(entry);
     let mutex = {
-        let bare = parking_lot::Mutex::new(0u64);
-        let observed = crate::Mutex::named("lockmeter.calibration.mutex", 0u64);
-        let (bare, observed) = (black_box(&bare), black_box(&observed));
-        diff(|| *bare.lock() += 1, || *observed.lock() += 1)
+        let bare = Spread::new(|| parking_lot::Mutex::new(0u64));
+        let observed = Spread::new(|| crate::Mutex::named("lockmeter.calibration.mutex", 0u64));
+        each_copy!(mutex_copy(&bare, &observed))
     };
     let spin = {
-        let bare = BareSpin::default();
-        let observed = crate::SpinLock::named("lockmeter.calibration.spinlock", 0u64);
-        let (bare, observed) = (black_box(&bare), black_box(&observed));
-        diff(|| bare.increment(), || *observed.lock() += 1)
+        let bare = Spread::new(BareSpin::default);
+        let observed =
+            Spread::new(|| crate::SpinLock::named("lockmeter.calibration.spinlock", 0u64));
+        each_copy!(spin_copy(&bare, &observed))
     };
     (
         vec![(LockKind::Mutex, mutex), (LockKind::Spinlock, spin)],
         outside,
         inside,
     )
+}
+
+/// The cache-line offsets a calibration lock is measured at, one 8-byte
+/// step apart: what an observed lock adds moves with where the lock sits
+/// in its line (the bench's `placement` rows: an observed Mutex +0.5 to
+/// +3.7 ns over the eight on an Intel host), and a lone calibration lock
+/// sat wherever the build put it (`docs/performance.md`, "Session 20").
+const OFFSETS: usize = 8;
+
+/// A lock and a word after it: in an array, each element sits one word
+/// further into its line than the one before, when its size is an odd
+/// number of words (checked in [`Spread::new`]).
+#[repr(C)]
+struct Padded<T> {
+    lock: T,
+    _pad: u64,
+}
+
+/// [`OFFSETS`] locks, the first line-aligned, the others at each other
+/// offset of a line in turn.
+#[repr(C, align(64))]
+struct Spread<T>([Padded<T>; OFFSETS]);
+
+impl<T> Spread<T> {
+    fn new(lock: impl Fn() -> T) -> Box<Spread<T>> {
+        const {
+            assert!(std::mem::align_of::<Padded<T>>() == 8);
+            assert!(std::mem::size_of::<Padded<T>>() / 8 % 2 == 1);
+        }
+        Box::new(Spread(std::array::from_fn(|_| Padded {
+            lock: lock(),
+            _pad: 0,
+        })))
+    }
+
+    fn at(&self, i: usize) -> &T {
+        &self.0[i].lock
+    }
+}
+
+/// The mean over [`OFFSETS`] copies of a calibration pair, copy `K` of
+/// its code measured on the locks at offset `K` of their [`Spread`]s:
+/// `$copy::<K>(&bare, &observed)` for each `K`.
+///
+/// Distinct copies of the code because what an observed lock adds moves
+/// with where its loop's code lands, too: two builds of the same source
+/// measured one calibration loop at +3.5 and +6.5 ns while the bench's
+/// own loop read +7 in both (session 20). Each copy adds `K + 1` to the
+/// data, so no two copies are the same function for the compiler to
+/// merge.
+macro_rules! each_copy {
+    ($copy:ident($bare:expr, $observed:expr)) => {{
+        let (bare, observed) = ($bare, $observed);
+        let costs = [
+            $copy::<0>(bare, observed),
+            $copy::<1>(bare, observed),
+            $copy::<2>(bare, observed),
+            $copy::<3>(bare, observed),
+            $copy::<4>(bare, observed),
+            $copy::<5>(bare, observed),
+            $copy::<6>(bare, observed),
+            $copy::<7>(bare, observed),
+        ];
+        const { assert!(OFFSETS == 8) };
+        costs.iter().sum::<f64>() / OFFSETS as f64
+    }};
+}
+use each_copy;
+
+/// An observed `Mutex`'s cost over parking_lot's, copy `K` (see
+/// [`each_copy!`]).
+fn mutex_copy<const K: u64>(
+    bare: &Spread<parking_lot::Mutex<u64>>,
+    observed: &Spread<crate::Mutex<u64>>,
+) -> f64 {
+    let i = K as usize;
+    let (bare, observed) = (black_box(bare.at(i)), black_box(observed.at(i)));
+    diff(
+        move || *bare.lock() += K + 1,
+        move || *observed.lock() += K + 1,
+    )
+}
+
+/// An observed `SpinLock`'s cost over [`BareSpin`], copy `K` (see
+/// [`each_copy!`]).
+fn spin_copy<const K: u64>(
+    bare: &Spread<BareSpin>,
+    observed: &Spread<crate::SpinLock<u64>>,
+) -> f64 {
+    let i = K as usize;
+    let (bare, observed) = (black_box(bare.at(i)), black_box(observed.at(i)));
+    diff(move || bare.add(K + 1), move || *observed.lock() += K + 1)
 }
 
 /// A lock's uncontended path with nothing metered: one compare-and-swap,
@@ -209,7 +300,7 @@ struct BareSpin {
 
 impl BareSpin {
     #[inline]
-    fn increment(&self) {
+    fn add(&self, n: u64) {
         while self
             .locked
             .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
@@ -218,7 +309,7 @@ impl BareSpin {
             std::hint::spin_loop();
         }
         let v = self.value.load(Ordering::Relaxed);
-        self.value.store(v + 1, Ordering::Relaxed);
+        self.value.store(v + n, Ordering::Relaxed);
         self.locked.store(false, Ordering::Release);
     }
 }
@@ -392,11 +483,17 @@ fn timed_hold_in_place(clock: &quanta::Clock) -> Option<f64> {
             let untimed = crate::Mutex::named("lockmeter.calibration.untimed", 0u64);
             let timed = crate::Mutex::named(TIMED_CLASS, 0u64);
             let (untimed, timed) = (black_box(&untimed), black_box(&timed));
-            let untimed_op = || *untimed.lock() += 1;
-            let timed_op = || *timed.lock() += 1;
-            // Each site's entry exists after its first acquisition.
-            untimed_op();
-            timed_op();
+            let mut untimed_op = || *untimed.lock() += 1;
+            let mut timed_op = || *timed.lock() += 1;
+            // Each site's entry exists after a first batch run by the
+            // measuring loop itself: the same call site inlined into
+            // another function may be another `Location` static, hence
+            // another entry of the same key, which the rate set below
+            // would miss (it did in session 20's build: the in-place
+            // figure read 0 and the estimate fell back on, or worse,
+            // used it).
+            per_op(1, &mut untimed_op);
+            per_op(1, &mut timed_op);
             recorder.for_each_live_entry(|e| {
                 if e.key().class.name == Some(TIMED_CLASS) {
                     e.set_sample_every(1);
