@@ -179,8 +179,7 @@ pub(crate) fn spinlock_copy<const K: u64>(cfg: &Config, class: &'static str) -> 
     placed_pair!(cfg, Shape::Tight, 8 * K as usize, new, l => *l.lock() += K + 1)
 }
 
-/// The pairs of the eight copies of `$copy` ([`mutex_copy`],
-/// [`spinlock_copy`]), copy `K` at line offset `8 K`.
+/// The pairs of the eight copies of `$copy`, copy `K` at line offset `8 K`.
 macro_rules! code_copies {
     ($copy:ident, $cfg:expr, $class:expr) => {{
         let (cfg, class) = ($cfg, $class);
@@ -196,7 +195,43 @@ macro_rules! code_copies {
         ]
     }};
 }
-pub(crate) use code_copies;
+
+/// The class of the placement rows' lockmeter Mutexes.
+const MUTEX_CLASS: &str = "bench.placement.mutex";
+/// The class of the placement rows' lockmeter SpinLocks.
+const SPINLOCK_CLASS: &str = "bench.placement.spinlock";
+
+/// A lock whose main-loop pair is measured in eight copies of its code.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Copied {
+    Mutex,
+    SpinLock,
+}
+
+impl Copied {
+    pub(crate) const ALL: [Copied; 2] = [Copied::Mutex, Copied::SpinLock];
+
+    /// The lock's part of a row's key and label, and the class its
+    /// lockmeter locks count in: the placement rows' own, since a second
+    /// class at the copies' one call site would cost every acquisition
+    /// the entry's guess (`shard::guess_entry` makes none for a site
+    /// shared by two classes).
+    pub(crate) fn names(self) -> (&'static str, &'static str, &'static str) {
+        match self {
+            Copied::Mutex => ("mutex", "Mutex", MUTEX_CLASS),
+            Copied::SpinLock => ("spinlock", "SpinLock", SPINLOCK_CLASS),
+        }
+    }
+
+    /// The pairs of the eight copies ([`mutex_copy`], [`spinlock_copy`]),
+    /// copy `K` at line offset `8 K`.
+    pub(crate) fn copies(self, cfg: &Config) -> [Pair; 8] {
+        match self {
+            Copied::Mutex => code_copies!(mutex_copy, cfg, MUTEX_CLASS),
+            Copied::SpinLock => code_copies!(spinlock_copy, cfg, SPINLOCK_CLASS),
+        }
+    }
+}
 
 /// The mean of `pairs`, as one pair: the cost of a lock placed anywhere,
 /// in code placed anywhere. The spread is the copies' ratios'.
@@ -236,7 +271,7 @@ pub fn rows(cfg: &Config, phase: Phase) -> Vec<Row> {
         rows.extend(lock_rows(phase, shape, ("mutex", "Mutex"), |o| {
             let new = (
                 parking_lot::Mutex::new(0u64),
-                lockmeter::Mutex::named("bench.placement.mutex", 0u64),
+                lockmeter::Mutex::named(MUTEX_CLASS, 0u64),
             );
             placed_pair!(cfg, shape, o, new, l => *l.lock() += 1)
         }));
@@ -257,25 +292,20 @@ pub fn rows(cfg: &Config, phase: Phase) -> Vec<Row> {
         rows.extend(lock_rows(phase, shape, ("spinlock", "SpinLock"), |o| {
             let new = (
                 BareSpinLock::new(0u64),
-                lockmeter::SpinLock::named("bench.placement.spinlock", 0u64),
+                lockmeter::SpinLock::named(SPINLOCK_CLASS, 0u64),
             );
             placed_pair!(cfg, shape, o, new, l => *l.lock() += 1)
         }));
     }
     if phase == Phase::Observed {
-        let mutexes = code_copies!(mutex_copy, cfg, "bench.placement.mutex");
-        let spinlocks = code_copies!(spinlock_copy, cfg, "bench.placement.spinlock");
-        for (what, copies) in [
-            (
-                ("mutex_copies", "Mutex, a copy of the code per offset"),
-                mutexes,
-            ),
-            (
-                ("spinlock_copies", "SpinLock, a copy of the code per offset"),
-                spinlocks,
-            ),
-        ] {
-            rows.extend(lock_rows(phase, Shape::Tight, what, |o| copies[o / 8]));
+        for lock in Copied::ALL {
+            let (what, name, _) = lock.names();
+            let copies = lock.copies(cfg);
+            let names = (
+                &format!("{what}_copies")[..],
+                &format!("{name}, a copy of the code per offset")[..],
+            );
+            rows.extend(lock_rows(phase, Shape::Tight, names, |o| copies[o / 8]));
         }
     }
     rows

@@ -23,7 +23,7 @@ use lockmeter_model::Snapshot;
 use crate::bare::BareSpinLock;
 use crate::host;
 use crate::measure::{ns_pair, Config, Pair};
-use crate::placement::{self, code_copies, mutex_copy, spinlock_copy};
+use crate::placement::{self, Copied};
 use crate::report::{Goal, Row, Unit};
 
 /// The goal: the estimate within this share of the measured added cost.
@@ -167,27 +167,17 @@ pub fn rows(cfg: &Config, handle: &lockmeter::Handle, calibrated_at: f64) -> Vec
     // calibration's is the mean of eight copies of its loop, at eight line
     // offsets); the two rows above measure one copy each. These measure
     // the eight copies of the `placement` rows, in one window.
-    // Their classes are the `placement` rows' own: a second class at the
-    // copies' one call site would cost every acquisition the entry's guess
-    // (`shard::guess_entry` makes none for a site shared by two classes).
-    const MUTEX_COPIES: &str = "bench.placement.mutex";
-    rows.push(row(
-        "mutex_copies",
-        "Mutex, 8 copies of the code at 8 line offsets",
-        MUTEX_COPIES,
-        &global,
-        Some(calibrated_at),
-        || placement::mean_pair(&code_copies!(mutex_copy, cfg, MUTEX_COPIES)),
-    ));
-    const SPIN_COPIES: &str = "bench.placement.spinlock";
-    rows.push(row(
-        "spinlock_copies",
-        "SpinLock, 8 copies of the code at 8 line offsets",
-        SPIN_COPIES,
-        &global,
-        Some(calibrated_at),
-        || placement::mean_pair(&code_copies!(spinlock_copy, cfg, SPIN_COPIES)),
-    ));
+    for lock in Copied::ALL {
+        let (what, name, class) = lock.names();
+        rows.push(row(
+            &format!("{what}_copies"),
+            &format!("{name}, 8 copies of the code at 8 line offsets"),
+            class,
+            &global,
+            Some(calibrated_at),
+            || placement::mean_pair(&lock.copies(cfg)),
+        ));
+    }
 
     // Every hold timed, in a scoped dispatcher: the two clock reads per
     // acquisition and the scoped lookup are in the estimate too.
