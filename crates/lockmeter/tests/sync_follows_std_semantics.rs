@@ -385,3 +385,30 @@ fn a_condvar_used_with_two_mutexes_panics_and_leaves_the_mutex_sound() {
     drop(held);
     assert!(matches!(m2.try_lock(), Err(TryLockError::Poisoned(_))));
 }
+
+/// `sync::RwLock` is metered over std's own lock: readers and writers on
+/// real threads, every acquisition counted once and no write lost.
+#[test]
+fn rwlock_over_std_counts_every_read_and_write() {
+    const THREADS: u64 = 4;
+    const ITERS: u64 = 2_000;
+    let (handle, ()) = observe(|| {
+        let l = Arc::new(RwLock::named("sync.rw.std", 0u64));
+        on_each(THREADS, &l, |l, t| {
+            for i in 0..ITERS {
+                if (i + t) % 4 == 0 {
+                    *l.write().unwrap() += 1;
+                } else {
+                    let seen = *l.read().unwrap();
+                    assert!(seen <= THREADS * ITERS / 4);
+                }
+            }
+        });
+        assert_eq!(*l.read().unwrap(), THREADS * ITERS / 4);
+    });
+    let snap = handle.snapshot();
+    let s = &lock(&snap, "sync.rw.std").total;
+    // Every loop iteration, and the final read.
+    assert_eq!(s.acquisitions, THREADS * ITERS + 1);
+    assert_eq!(s.nowait + s.contended, s.acquisitions);
+}
