@@ -13,9 +13,10 @@
 //! lock's own write stash (`sync::stash`), and the raw lock is private to
 //! [`super::RwLock`]. (Keeping the writer's guard inside the raw lock
 //! instead, to make the exclusive state zero-sized as parking_lot's is,
-//! measured no faster observed and 2-5 % slower unobserved.) std's own poisoning is ignored: [`super::RwLock`]
-//! keeps std's rules in its own flag (`sync::poison`), which every
-//! acquisition reports.
+//! measured no faster observed and 2-5 % slower unobserved.)
+//!
+//! std's own poisoning is ignored: [`super::RwLock`] keeps std's rules in
+//! its own flag (`sync::poison`), which every acquisition reports.
 
 use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard, TryLockError};
 
