@@ -110,9 +110,7 @@ fn lock_rows(
             .with_pair(pair)
         })
         .collect();
-    let mean =
-        |f: fn(&Pair) -> f64| pairs.iter().map(|(_, p)| f(p)).sum::<f64>() / pairs.len() as f64;
-    let (bare, inst) = (mean(|p| p.bare), mean(|p| p.instrumented));
+    let mean = mean_pair(&pairs.iter().map(|&(_, p)| p).collect::<Vec<_>>());
     let mut summary = Row::new(
         &format!("placement_{}_{what}{shape_key}_mean", phase.key()),
         &format!(
@@ -130,14 +128,11 @@ fn lock_rows(
         "a lock placed anywhere: the mean ns of the offset rows, lockmeter's over the bare lock's; worst offset {:.2}",
         pairs.iter().map(|(_, p)| p.ratio).fold(0.0, f64::max)
     ));
-    summary.bare = Some(bare);
-    summary.instrumented = Some(inst);
-    summary.ratio = Some(inst / bare);
-    summary.host_probe = pairs
-        .iter()
-        .map(|(_, p)| p.host_probe)
-        .filter(|p| p.is_finite())
-        .reduce(f64::max);
+    // The means alone: the offsets' spread is not one row's noise.
+    summary.bare = Some(mean.bare);
+    summary.instrumented = Some(mean.instrumented);
+    summary.ratio = Some(mean.ratio);
+    summary.host_probe = mean.host_probe.is_finite().then_some(mean.host_probe);
     rows.push(summary);
     rows
 }
