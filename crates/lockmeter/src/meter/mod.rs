@@ -687,7 +687,8 @@ pub(super) fn blame_hold(meta: &Meta, e: &Entry, (start, end): (u64, u64), stand
 /// guard and [`Hold`] through memory cost the spinlock ~4 ns. What stays
 /// inline is small; the slow parts (a new site, a contended wait) are
 /// calls, so an unobserved lock stays as small as the bare one plus the
-/// `observing()` test.
+/// `observing()` test. `MeteredMutex` calls it from one out-of-line
+/// function per raw lock instead (`mutex::lock_observed`, which says why).
 #[inline(always)]
 pub(crate) fn acquire<G>(
     meta: &Meta,
