@@ -55,6 +55,9 @@ struct Thread {
     bounces: Cell<u64>,
     /// The sum of timed holds, in clock ticks.
     held_ticks: Cell<u64>,
+    /// A timed hold's start, where the out-of-line acquisition leaves it
+    /// ([`part::OUT_OF_LINE`]), so that it returns in two registers.
+    start: Cell<u64>,
     /// This thread's token for the lock's owner note (never 0).
     token: Cell<u32>,
     /// The held-lock record another thread reads whole: the words, then
@@ -75,6 +78,7 @@ thread_local! {
             contended: Cell::new(0),
             bounces: Cell::new(0),
             held_ticks: Cell::new(0),
+            start: Cell::new(0),
             token: Cell::new(0),
             rec_lock: AtomicUsize::new(0),
             rec_what: AtomicUsize::new(0),
@@ -159,6 +163,12 @@ pub mod part {
     pub const SAMPLE: u8 = 8;
     /// Every part: what the default features need.
     pub const ALL: u8 = DISPATCH | RECORD | NOTES | SAMPLE;
+    /// Not a feature but a code shape: the acquisition, up to the
+    /// record's commit, is one out-of-line function that returns the guard
+    /// and one word, as lockmeter's observed Mutex has been since session 21.
+    /// Inlined, the same work costs more in some callers than in others
+    /// (`docs/performance.md`, "Session 21").
+    pub const OUT_OF_LINE: u8 = 16;
 }
 
 /// The bare lock with the least per-instance notes beside it, on its
@@ -197,13 +207,43 @@ impl<L: Raw, const PARTS: u8> Least<L, PARTS> {
     /// `critical` on the data, then the release.
     #[inline(always)]
     fn with(&self, site: &'static Location<'static>, critical: impl FnOnce(&mut u64)) {
+        let (mut guard, held) = if PARTS & part::OUT_OF_LINE != 0 {
+            self.acquire_out_of_line(site)
+        } else {
+            self.acquire(site)
+        };
+        critical(&mut guard);
+        if held == Held::PLAIN {
+            return;
+        }
+        // SAFETY: as in `acquire`.
+        let t: &Thread = unsafe { &*THREAD.with(|t| t as *const Thread) };
+        if let Some(gen) = held.gen() {
+            t.state.store((gen + 1) << 8, Release);
+        }
+        drop(guard);
+        if held.timed() {
+            t.held_ticks
+                .set(t.held_ticks.get() + self.clock.raw().wrapping_sub(t.start.get()));
+        }
+    }
+
+    /// [`Least::acquire`], out of line ([`part::OUT_OF_LINE`]).
+    #[inline(never)]
+    fn acquire_out_of_line(&self, site: &'static Location<'static>) -> (L::Guard<'_>, Held) {
+        self.acquire(site)
+    }
+
+    /// The acquisition up to the record's commit: the guard, and what the
+    /// release must do.
+    #[inline(always)]
+    fn acquire(&self, site: &'static Location<'static>) -> (L::Guard<'_>, Held) {
         let has = |p: u8| PARTS & p != 0;
         // The cheapest call that still honours a scoped dispatcher: a
         // closure that only returns the address lets tracing's fast path
         // inline; a different address would go to a look-up (never here).
         if has(part::DISPATCH) && dispatcher_in_effect() != self.global {
-            critical(&mut self.raw.wait());
-            return;
+            return (self.raw.wait(), Held::PLAIN);
         }
         // The thread's state by address: `LocalKey::with` around all of
         // this was too big for the inliner, and the call it left (its
@@ -221,7 +261,9 @@ impl<L: Raw, const PARTS: u8> Least<L, PARTS> {
         let total = t.total.get();
         t.total.set(total + 1);
         let timed = has(part::SAMPLE) && total.is_multiple_of(SAMPLE_EVERY);
-        let start = if timed { self.clock.raw() } else { 0 };
+        if timed {
+            t.start.set(self.clock.raw());
+        }
         if has(part::RECORD) {
             // Written ahead of the attempt (out of the critical
             // section); the state word commits it once held.
@@ -230,7 +272,7 @@ impl<L: Raw, const PARTS: u8> Least<L, PARTS> {
             t.rec_since.store(COARSE_NS.load(Relaxed), Relaxed);
             fence(Release);
         }
-        let mut guard = match self.raw.attempt() {
+        let guard = match self.raw.attempt() {
             Some(g) => {
                 t.nowait.set(t.nowait.get() + 1);
                 g
@@ -260,15 +302,34 @@ impl<L: Raw, const PARTS: u8> Least<L, PARTS> {
             t.state.store(gen << 8 | 1, Release);
             gen
         });
-        critical(&mut guard);
-        if let Some(gen) = gen {
-            t.state.store((gen + 1) << 8, Release);
-        }
-        drop(guard);
-        if timed {
-            t.held_ticks
-                .set(t.held_ticks.get() + self.clock.raw().wrapping_sub(start));
-        }
+        (guard, Held::new(gen, timed))
+    }
+}
+
+/// What a release must do, in one word so that the out-of-line
+/// acquisition returns it beside the guard in registers: the record's
+/// generation (above two bits), whether there is a record, whether the
+/// hold is timed; or the plain path's [`Held::PLAIN`].
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Held(u64);
+
+impl Held {
+    /// Another dispatcher: nothing to release but the lock.
+    const PLAIN: Held = Held(u64::MAX);
+    const TIMED: u64 = 1;
+    const RECORDED: u64 = 2;
+
+    fn new(gen: Option<u64>, timed: bool) -> Held {
+        let recorded = gen.map_or(0, |g| g << 2 | Held::RECORDED);
+        Held(recorded | if timed { Held::TIMED } else { 0 })
+    }
+
+    fn gen(self) -> Option<u64> {
+        (self.0 & Held::RECORDED != 0).then_some(self.0 >> 2)
+    }
+
+    fn timed(self) -> bool {
+        self.0 & Held::TIMED != 0
     }
 }
 
@@ -297,6 +358,7 @@ fn parts_name(parts: u8) -> (&'static str, &'static str) {
         p if p == part::ALL & !part::RECORD => ("_no_record", ", without the held-lock record"),
         p if p == part::ALL & !part::NOTES => ("_no_notes", ", without the lock's notes"),
         p if p == part::ALL & !part::SAMPLE => ("_no_sample", ", without hold sampling"),
+        p if p == part::ALL | part::OUT_OF_LINE => ("_out_of_line", ", out of line"),
         0 => ("_count_only", ": the site count alone"),
         _ => ("_other", ", some parts"),
     }
@@ -341,6 +403,7 @@ fn uncontended_set<L: Raw>(cfg: &Config, name: &str, new: impl Fn() -> L) -> Vec
         uncontended::<L, { ALL & !SAMPLE }>(cfg, name, r, (new(), new()), &c),
         uncontended::<L, 0>(cfg, name, r, (new(), new()), &c),
         uncontended::<L, ALL>(cfg, name, t, (new(), new()), &c),
+        uncontended::<L, { ALL | OUT_OF_LINE }>(cfg, name, t, (new(), new()), &c),
         uncontended::<L, 0>(cfg, name, t, (new(), new()), &c),
     ]
 }
@@ -377,6 +440,9 @@ fn contended_set<L: Raw + Take>(cfg: &Config, name: &str, new: impl Fn() -> L + 
     for mix in [hammer, work] {
         for threads in [2, 8] {
             rows.push(contended::<L, ALL>(cfg, name, threads, mix, new, &c));
+            rows.push(contended::<L, { ALL | OUT_OF_LINE }>(
+                cfg, name, threads, mix, new, &c,
+            ));
         }
     }
     rows.extend([
@@ -519,18 +585,39 @@ fn floor_key(key: &str) -> Option<String> {
 /// implementation of the default features reads against the same bare
 /// lock. A goal under it is one no design meets on this host and build;
 /// the verdict itself is left as it is.
+///
+/// Of the inline and the out-of-line form of the floor
+/// ([`part::OUT_OF_LINE`]), the one that cost less in this run: the floor
+/// is the least any design pays.
 pub fn note_floors(rows: &mut [Row]) {
-    let floors: Vec<(String, f64)> = rows
+    let floors: Vec<(String, f64, Unit)> = rows
         .iter()
         .filter(|r| r.key.starts_with("least_"))
-        .filter_map(|r| Some((r.key.clone(), r.ratio?)))
+        .filter_map(|r| Some((r.key.clone(), r.ratio?, r.unit)))
         .collect();
+    let ratio_of = |key: &str| floors.iter().find(|(k, ..)| k == key);
     for row in rows.iter_mut() {
-        let Some(key) = floor_key(&row.key) else {
+        let Some(inline) = floor_key(&row.key) else {
             continue;
         };
-        let Some((_, floor)) = floors.iter().find(|(k, _)| *k == key) else {
-            continue;
+        let out_of_line = format!("{inline}_out_of_line");
+        let (key, floor) = match (ratio_of(&inline), ratio_of(&out_of_line)) {
+            (Some((_, a, unit)), Some((_, b, _))) => {
+                // Higher is better for throughput, lower for time.
+                let ool_better = if *unit == Unit::MopsPerSec {
+                    b > a
+                } else {
+                    b < a
+                };
+                if ool_better {
+                    (out_of_line, *b)
+                } else {
+                    (inline, *a)
+                }
+            }
+            (Some((_, a, _)), None) => (inline, *a),
+            (None, Some((_, b, _))) => (out_of_line, *b),
+            (None, None) => continue,
         };
         let sep = if row.note.is_empty() { "" } else { "; " };
         row.note = format!(
@@ -585,5 +672,36 @@ mod tests {
         // The goal row runs in the main rows' loop: that loop's floor.
         assert!(rows[0].note.contains("floor in this run: 1.35"));
         assert!(rows[1].note.is_empty());
+    }
+
+    #[test]
+    fn the_floor_is_the_cheaper_of_the_inline_and_out_of_line_forms() {
+        let row = |key: &str, unit, ratio| {
+            let mut r = Row::new(key, key, unit, Goal::Info);
+            r.ratio = ratio;
+            r
+        };
+        let mut rows = vec![
+            row("uncontended_observed_mutex", Unit::NsPerOp, None),
+            row("least_mutex_uncontended_tight", Unit::NsPerOp, Some(1.35)),
+            row(
+                "least_mutex_uncontended_tight_out_of_line",
+                Unit::NsPerOp,
+                Some(1.30),
+            ),
+            row("contended_observed_mutex_8t_hammer", Unit::MopsPerSec, None),
+            row("least_mutex_8t_hammer", Unit::MopsPerSec, Some(0.40)),
+            row(
+                "least_mutex_8t_hammer_out_of_line",
+                Unit::MopsPerSec,
+                Some(0.38),
+            ),
+        ];
+        note_floors(&mut rows);
+        // Time: the lower ratio; throughput: the higher.
+        assert!(rows[0]
+            .note
+            .contains("1.30 (`least_mutex_uncontended_tight_out_of_line`)"));
+        assert!(rows[3].note.contains("0.40 (`least_mutex_8t_hammer`)"));
     }
 }
