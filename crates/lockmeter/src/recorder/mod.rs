@@ -42,14 +42,29 @@ pub(crate) fn observing() -> bool {
 /// chain (~3 ns). When the layer sits in the global default subscriber,
 /// that answer never changes, so it is remembered by the global
 /// dispatcher's address.
+///
+/// The address is taken out of `get_default` and compared after it: a
+/// closure that only returns it is small enough for tracing's fast path
+/// (no scoped dispatcher anywhere) to be inlined, where one that also
+/// compared and looked up was a call on every observed acquisition
+/// (`docs/performance.md`, "Session 21"). Anything but the remembered
+/// global dispatcher asks `get_default` again ([`current_elsewhere`]):
+/// nothing on this thread can change its dispatcher in between.
 #[inline]
 pub(crate) fn current() -> Option<*const Recorder> {
-    tracing::dispatcher::get_default(|d| {
-        if std::ptr::eq(d, GLOBAL_DISPATCH.load(Acquire)) {
-            return Some(GLOBAL_RECORDER.load(Relaxed).cast_const());
-        }
-        find_layer(d)
-    })
+    let d = tracing::dispatcher::get_default(|d| d as *const Dispatch);
+    if std::ptr::eq(d, GLOBAL_DISPATCH.load(Acquire)) {
+        return Some(GLOBAL_RECORDER.load(Relaxed).cast_const());
+    }
+    current_elsewhere()
+}
+
+/// [`current`] under a scoped dispatcher, or before the global one is
+/// known to hold a layer.
+#[cold]
+#[inline(never)]
+fn current_elsewhere() -> Option<*const Recorder> {
+    tracing::dispatcher::get_default(find_layer)
 }
 
 /// The address of the global default dispatcher, once it is known to hold
