@@ -603,8 +603,7 @@ pub fn note_floors(rows: &mut [Row]) {
         let out_of_line = format!("{inline}_out_of_line");
         let (key, floor) = match (ratio_of(&inline), ratio_of(&out_of_line)) {
             (Some((_, a, unit)), Some((_, b, _))) => {
-                // Higher is better for throughput, lower for time.
-                let ool_better = if *unit == Unit::MopsPerSec {
+                let ool_better = if unit.higher_is_better() {
                     b > a
                 } else {
                     b < a

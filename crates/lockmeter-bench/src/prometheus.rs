@@ -170,9 +170,10 @@ pub fn compare(
             .map(|(o, n)| n / o)
             .collect();
         let change = Pair::from_runs(&ratios_off, &ratios_on);
-        let goal = match first.unit {
-            Unit::MopsPerSec => Goal::RatioAtLeast(2.0 - WORST),
-            _ => Goal::RatioAtMost(WORST),
+        let goal = if first.unit.higher_is_better() {
+            Goal::RatioAtLeast(2.0 - WORST)
+        } else {
+            Goal::RatioAtMost(WORST)
         };
         let mut row = Row::new(
             &format!("prometheus_scraped_{}", first.key),

@@ -39,6 +39,12 @@ pub enum Unit {
 }
 
 impl Unit {
+    /// Whether a larger figure (and ratio to bare) is the better one:
+    /// throughput; for every other unit, less is better.
+    pub fn higher_is_better(self) -> bool {
+        self == Unit::MopsPerSec
+    }
+
     fn label(self) -> &'static str {
         match self {
             Unit::NsPerOp => "ns/op",
