@@ -51,9 +51,18 @@ impl<T> BareSpinLock<T> {
     }
 
     /// One attempt: the guard if the lock was free.
+    ///
+    /// Not `then_some(BareSpinGuard { .. })`: its argument is built
+    /// whether or not the attempt succeeded, and dropping the unused guard
+    /// unlocked the lock another thread held (sessions 15-21's `least`
+    /// SpinLock rows and the SpinLock twins' CON were measured so).
     #[inline]
     pub fn try_lock(&self) -> Option<BareSpinGuard<'_, T>> {
-        self.try_acquire().then_some(BareSpinGuard { lock: self })
+        if self.try_acquire() {
+            Some(BareSpinGuard { lock: self })
+        } else {
+            None
+        }
     }
 
     /// One strong attempt, as `lockmeter::SpinLock` makes.
@@ -149,5 +158,21 @@ impl BareSemaphore {
     pub fn up(&self) {
         *self.count.lock() += 1;
         self.cv.notify_one();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_try_lock_leaves_the_holders_lock_held() {
+        let lock = BareSpinLock::new(0u64);
+        let held = lock.lock();
+        assert!(lock.try_lock().is_none());
+        // Still held: a second attempt fails too.
+        assert!(lock.try_lock().is_none());
+        drop(held);
+        assert!(lock.try_lock().is_some());
     }
 }
