@@ -630,6 +630,34 @@ pub fn note_floors(rows: &mut [Row]) {
 mod tests {
     use super::*;
 
+    /// Two threads each take `lock` `per_thread` times at once.
+    fn hammer<T: Take>(lock: &T, per_thread: u64) {
+        std::thread::scope(|s| {
+            for _ in 0..2 {
+                s.spawn(|| (0..per_thread).for_each(|_| lock.take()));
+            }
+        });
+    }
+
+    /// A floor that lets two threads into the critical section is no
+    /// floor: it counts as faster what merely lost the lock (the bench's
+    /// spinlock's failed `try_lock` once unlocked the holder's lock, and
+    /// these rows read it as throughput). Every increment must survive.
+    #[test]
+    fn the_floor_keeps_its_lock_exclusive() {
+        const PER_THREAD: u64 = 200_000;
+        let clock = quanta::Clock::new();
+        let spin = Least::<BareSpinLock<u64>>::new(BareSpinLock::new(0), clock.clone());
+        hammer(&spin, PER_THREAD);
+        assert_eq!(*spin.raw.wait(), 2 * PER_THREAD);
+        let mutex = Least::<parking_lot::Mutex<u64>>::new(parking_lot::Mutex::new(0), clock);
+        hammer(&mutex, PER_THREAD);
+        assert_eq!(*mutex.raw.wait(), 2 * PER_THREAD);
+        let twin = crate::own_con::CountingTwin(BareSpinLock::new(0u64));
+        hammer(&twin, PER_THREAD);
+        assert_eq!(*twin.0.wait(), 2 * PER_THREAD);
+    }
+
     #[test]
     fn goal_rows_find_their_floor_rows() {
         assert_eq!(
