@@ -100,8 +100,10 @@ pub(crate) fn hot_or_cold<L: Take>(lock: &L, t: usize, i: u64) {
 /// Million acquisitions per second of `op` run by `threads` threads for
 /// the configured window, `work` rounds of local work between them. `op`
 /// is given the thread's index and its acquisition count so far.
+/// A least-features side's threads leave their CON counts behind
+/// (`least::flush`; nothing on any other side).
 fn throughput(cfg: &Config, threads: usize, work: u64, op: &(impl Fn(usize, u64) + Sync)) -> f64 {
-    run(cfg, threads, work, op, &|| ()).0
+    run(cfg, threads, work, op, &crate::least::flush).0
 }
 
 /// [`throughput`], and the acquisitions made; each thread calls `on_exit`

@@ -91,6 +91,32 @@ thread_local! {
 /// The next thread token.
 static NEXT_TOKEN: AtomicU32 = AtomicU32::new(1);
 
+/// Acquisitions and contended acquisitions of the threads that have left
+/// a contended run ([`flush`]): the floor's own CON, beside lockmeter's
+/// and the bare twin's (`own_con.rs`) in the contended rows.
+static FLUSHED: [AtomicU64; 2] = [AtomicU64::new(0), AtomicU64::new(0)];
+
+/// Adds this thread's counts to [`FLUSHED`] and zeroes them; every
+/// contended run's threads call it as they leave (nothing to add on a
+/// thread that took no [`Least`] lock).
+pub fn flush() {
+    THREAD.with(|t| {
+        FLUSHED[0].fetch_add(t.total.replace(0), Relaxed);
+        FLUSHED[1].fetch_add(t.contended.replace(0), Relaxed);
+    });
+}
+
+/// The CON % of the acquisitions flushed since the last call (NaN for
+/// none), and resets the counts.
+fn take_con() -> f64 {
+    let total = FLUSHED[0].swap(0, Relaxed);
+    let contended = FLUSHED[1].swap(0, Relaxed);
+    if total == 0 {
+        return f64::NAN;
+    }
+    lockmeter_model::percent(contended, total)
+}
+
 impl Thread {
     /// A new site for the one-entry cache (the first acquisition only, in
     /// these one-site loops).
@@ -419,7 +445,9 @@ fn contended<L: Raw + Take, const PARTS: u8>(
     clock: &quanta::Clock,
 ) -> Row {
     let least = Least::<L, PARTS>::new(new(), clock.clone());
+    take_con();
     let pair = lock_pair(cfg, threads, work, false, new(), least);
+    let con = take_con();
     let (key, label) = parts_name(PARTS);
     row(
         &format!("least_{}_{threads}t_{mix}{key}", name.to_lowercase()),
@@ -427,6 +455,7 @@ fn contended<L: Raw + Take, const PARTS: u8>(
         Unit::MopsPerSec,
         pair,
     )
+    .note(format!("CON {con:.1}% (the floor's own count)"))
 }
 
 /// One lock's contended rows: every part in `hammer` and `work` at 2 and
@@ -488,8 +517,11 @@ fn against_lockmeter<L: Raw, M: Take>(
     let mut rows = vec![row_of("uncontended", Unit::NsPerOp, pair)];
     for (mix, work) in [("hammer", 0), ("work", WORK_ROUNDS)] {
         let least = Least::<L>::new(raw(), c.clone());
+        take_con();
         let pair = lock_pair(cfg, 2, work, false, least, ours());
-        rows.push(row_of(&format!("2t_{mix}"), Unit::MopsPerSec, pair));
+        let con = take_con();
+        let r = row_of(&format!("2t_{mix}"), Unit::MopsPerSec, pair);
+        rows.push(r.note(format!("the floor's CON {con:.1}%")));
     }
     rows
 }
