@@ -662,6 +662,19 @@ pub fn note_floors(rows: &mut [Row]) {
 mod tests {
     use super::*;
 
+    /// Here rather than in `bare.rs`, which the library's criterion
+    /// benches also compile (where a test module is dead code).
+    #[test]
+    fn a_failed_try_lock_leaves_the_holders_lock_held() {
+        let lock = BareSpinLock::new(0u64);
+        let held = lock.lock();
+        assert!(lock.try_lock().is_none());
+        // Still held: a second attempt fails too.
+        assert!(lock.try_lock().is_none());
+        drop(held);
+        assert!(lock.try_lock().is_some());
+    }
+
     /// Two threads each take `lock` `per_thread` times at once.
     fn hammer<T: Take>(lock: &T, per_thread: u64) {
         std::thread::scope(|s| {
