@@ -29,7 +29,7 @@ use std::sync::atomic::{fence, AtomicU32, AtomicU64, AtomicUsize, Ordering::*};
 use crate::bare::BareSpinLock;
 use crate::contended::{lock_pair, Take, WORK_ROUNDS};
 use crate::measure::{ns_pair, shape_pair, Config, Shape};
-use crate::report::{Goal, Row, Unit};
+use crate::report::{Con, Goal, Row, Unit};
 
 /// One in this many holds is timed, as lockmeter's default.
 const SAMPLE_EVERY: u64 = 64;
@@ -456,6 +456,10 @@ fn contended<L: Raw + Take, const PARTS: u8>(
         pair,
     )
     .note(format!("CON {con:.1}% (the floor's own count)"))
+    .with_con(Con {
+        observed_pct: con,
+        bare_pct: f64::NAN,
+    })
 }
 
 /// One lock's contended rows: every part in `hammer` and `work` at 2 and
@@ -622,10 +626,10 @@ fn floor_key(key: &str) -> Option<String> {
 /// ([`part::OUT_OF_LINE`]), the one that cost less in this run: the floor
 /// is the least any design pays.
 pub fn note_floors(rows: &mut [Row]) {
-    let floors: Vec<(String, f64, Unit)> = rows
+    let floors: Vec<(String, f64, Unit, Option<Con>)> = rows
         .iter()
         .filter(|r| r.key.starts_with("least_"))
-        .filter_map(|r| Some((r.key.clone(), r.ratio?, r.unit)))
+        .filter_map(|r| Some((r.key.clone(), r.ratio?, r.unit, r.con)))
         .collect();
     let ratio_of = |key: &str| floors.iter().find(|(k, ..)| k == key);
     for row in rows.iter_mut() {
@@ -633,26 +637,33 @@ pub fn note_floors(rows: &mut [Row]) {
             continue;
         };
         let out_of_line = format!("{inline}_out_of_line");
-        let (key, floor) = match (ratio_of(&inline), ratio_of(&out_of_line)) {
-            (Some((_, a, unit)), Some((_, b, _))) => {
+        let (key, floor, con) = match (ratio_of(&inline), ratio_of(&out_of_line)) {
+            (Some((_, a, unit, ca)), Some((_, b, _, cb))) => {
                 let ool_better = if unit.higher_is_better() {
                     b > a
                 } else {
                     b < a
                 };
                 if ool_better {
-                    (out_of_line, *b)
+                    (out_of_line, *b, *cb)
                 } else {
-                    (inline, *a)
+                    (inline, *a, *ca)
                 }
             }
-            (Some((_, a, _)), None) => (inline, *a),
-            (None, Some((_, b, _))) => (out_of_line, *b),
+            (Some((_, a, _, c)), None) => (inline, *a, *c),
+            (None, Some((_, b, _, c))) => (out_of_line, *b, *c),
             (None, None) => continue,
         };
+        // The floor's own CON beside lockmeter's and the bare twin's,
+        // which the contended row's note already gives.
+        let con = con
+            .filter(|c| c.observed_pct.is_finite())
+            .map_or(String::new(), |c| {
+                format!(", its CON {:.1}%", c.observed_pct)
+            });
         let sep = if row.note.is_empty() { "" } else { "; " };
         row.note = format!(
-            "{}{sep}least-features floor in this run: {floor:.2} (`{key}`)",
+            "{}{sep}least-features floor in this run: {floor:.2} (`{key}`{con})",
             row.note
         );
     }
@@ -775,5 +786,26 @@ mod tests {
             .note
             .contains("1.30 (`least_mutex_uncontended_tight_out_of_line`)"));
         assert!(rows[3].note.contains("0.40 (`least_mutex_8t_hammer`)"));
+    }
+
+    #[test]
+    fn a_contended_goal_row_gives_its_floors_con() {
+        let mut rows = vec![
+            Row::new(
+                "contended_observed_mutex_2t_work",
+                "m",
+                Unit::MopsPerSec,
+                Goal::Info,
+            ),
+            Row::new("least_mutex_2t_work", "l", Unit::MopsPerSec, Goal::Info).with_con(Con {
+                observed_pct: 4.25,
+                bare_pct: f64::NAN,
+            }),
+        ];
+        rows[1].ratio = Some(1.66);
+        note_floors(&mut rows);
+        assert!(rows[0]
+            .note
+            .contains("1.66 (`least_mutex_2t_work`, its CON 4.2%)"));
     }
 }

@@ -125,8 +125,10 @@ pub struct Row {
     pub host_probe: Option<f64>,
     /// For contended rows, the line round trips it was measured at.
     pub placements: Option<Placements>,
-    /// For contended rows, CON % as lockmeter counted it and as the bare
-    /// lock's counted twin found it in the same mix (`own_con`).
+    /// For contended rows, CON % as the instrumented side counted it
+    /// (lockmeter's layer, or the least-features floor's own count) and as
+    /// the bare lock's counted twin found it in the same mix (`own_con`;
+    /// NaN where no twin ran).
     pub con: Option<Con>,
 }
 
