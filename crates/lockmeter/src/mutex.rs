@@ -617,7 +617,7 @@ fn lock_observed<R: RawMutex>(
     raw: &R,
     site: &'static Location<'static>,
 ) -> (R::Guard, Hold) {
-    meter::acquire(
+    meter::acquire_observed(
         meta,
         site,
         Mode::Exclusive,

@@ -95,12 +95,11 @@ impl<R: RawMutex, G: GetThreadId> Core<R, G> {
         self.lock_observed(site)
     }
 
-    /// [`lock_at`](Self::lock_at) observed; `meter::acquire` tests
-    /// `observing()` again and keeps its plain path, since a layer may go
-    /// away between the two tests.
+    /// [`lock_at`](Self::lock_at) observed (`meter::acquire_observed`:
+    /// the test is not made again).
     #[inline(never)]
     fn lock_observed(&self, site: &'static Location<'static>) -> Hold {
-        let ((), hold) = meter::acquire(
+        let ((), hold) = meter::acquire_observed(
             &self.meta,
             site,
             Mode::Exclusive,

@@ -705,6 +705,39 @@ pub(crate) fn acquire<G>(
     let Some(probe) = probe else {
         return (plain(), Hold::none());
     };
+    acquire_probed(probe, meta, site, mode, plain, attempt, wait)
+}
+
+/// [`acquire`] for a caller that has just seen `recorder::observing()`
+/// answer yes (the out-of-line observed paths): the test is not made
+/// twice. A layer gone in between is still safe: no recorder is found
+/// and `plain` runs, as in [`acquire`].
+#[inline(always)]
+pub(crate) fn acquire_observed<G>(
+    meta: &Meta,
+    site: &'static Location<'static>,
+    mode: Mode,
+    plain: impl FnOnce() -> G,
+    attempt: impl FnOnce() -> Option<G>,
+    wait: impl FnOnce() -> (G, u64, u64),
+) -> (G, Hold) {
+    let Some(probe) = Probe::lookup_ahead(meta, site, mode) else {
+        return (plain(), Hold::none());
+    };
+    acquire_probed(probe, meta, site, mode, plain, attempt, wait)
+}
+
+/// [`acquire`] once the probe is found.
+#[inline(always)]
+fn acquire_probed<G>(
+    probe: Probe,
+    meta: &Meta,
+    site: &'static Location<'static>,
+    mode: Mode,
+    plain: impl FnOnce() -> G,
+    attempt: impl FnOnce() -> Option<G>,
+    wait: impl FnOnce() -> (G, u64, u64),
+) -> (G, Hold) {
     let start = probe.sample();
     let prepared = probe.prepare_hold(meta);
     let attempted = attempt();

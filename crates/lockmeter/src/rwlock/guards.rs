@@ -545,9 +545,18 @@ macro_rules! guard_access {
                 let raw = unsafe { ManuallyDrop::take(&mut self.raw) };
                 let $g = &*self;
                 let lock: &R = $raw_lock;
-                // SAFETY: `raw` is the state of this guard's acquisition,
-                // in the mode `$unlock` releases.
-                let unlock = || unsafe { lock.$unlock(raw) };
+                // The untimed (unobserved) release first and apart: with
+                // one closure for every path, its state went to the stack
+                // on the unobserved path too, where the observed paths
+                // pass it by address (callgrind, unobserved
+                // `sync::RwLock` read: 38 instructions, std's 20).
+                if self.hold.is_untimed() {
+                    // SAFETY: `raw` is the state of this guard's
+                    // acquisition, in the mode `$unlock` releases.
+                    return unsafe { lock.$unlock(raw) };
+                }
+                // SAFETY: as above.
+                let unlock = move || unsafe { lock.$unlock(raw) };
                 guard_access!(@release self, unlock $(, $blaming)?);
             }
         }

@@ -455,9 +455,8 @@ impl<R: RawRwLockUpgrade, T: ?Sized> MeteredRwLock<R, T> {
         self.upgrade_observed(up, site)
     }
 
-    /// [`upgrade_at`](Self::upgrade_at) observed. `meter::acquire` tests
-    /// `observing()` again and keeps its plain path: a layer may go away
-    /// between the two tests.
+    /// [`upgrade_at`](Self::upgrade_at) observed
+    /// (`meter::acquire_observed`: the test is not made again).
     #[inline(never)]
     fn upgrade_observed(
         &self,
@@ -466,7 +465,7 @@ impl<R: RawRwLockUpgrade, T: ?Sized> MeteredRwLock<R, T> {
     ) -> (R::ExclusiveGuard, Hold) {
         let slot = Cell::new(Some(up));
         let take = || slot.take().expect("the upgradable guard is used once");
-        meter::acquire(
+        meter::acquire_observed(
             &self.meta,
             site,
             Mode::Write,
