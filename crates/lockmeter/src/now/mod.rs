@@ -146,7 +146,7 @@ pub(crate) fn hold_begins(lock: usize, entry: *const Entry, recorder: *const Rec
         let r = rec(lock, entry, recorder);
         match s.table.holds() {
             0 => s.table.hold(r),
-            _ => hold_nested(s, r, 0),
+            _ => hold_nested(s, &r, 0),
         }
     })
     .unwrap_or(UNTRACKED)
@@ -199,9 +199,9 @@ pub(crate) fn hold_prepared(
 
 /// A hold taken while others are held: a lock-order edge from each.
 #[inline(never)]
-fn hold_nested(s: &thread::ThreadSlot, r: Rec, wait_ns: u64) -> u32 {
+fn hold_nested(s: &thread::ThreadSlot, r: &Rec, wait_ns: u64) -> u32 {
     if ORDER.load(Relaxed) {
-        order::record(s, &r, wait_ns);
+        order::record(s, r, wait_ns);
     }
     s.table.hold_nested(r)
 }

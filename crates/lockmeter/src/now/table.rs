@@ -247,7 +247,7 @@ impl Table {
     pub fn hold(&self, r: Rec) -> u32 {
         match self.prepare_first(r) {
             Some(first) => self.commit_first(first),
-            None => self.hold_nested(r),
+            None => self.hold_nested(&r),
         }
     }
 
@@ -286,14 +286,22 @@ impl Table {
     }
 
     /// [`Table::hold`] while other locks are held.
+    ///
+    /// The record by reference, read a word at a time: by value (32
+    /// bytes, passed through memory), some builds copied it with 16-byte
+    /// loads of what the caller had just stored in 8-byte words, a load
+    /// that cannot be store-forwarded (the observed upgrade, whose write
+    /// hold nests in the upgradable one: 1.95 -> 2.28 of parking_lot's
+    /// time, with no change to this code; `docs/performance.md`, "Session
+    /// 23").
     #[inline(never)]
-    pub fn hold_nested(&self, r: Rec) -> u32 {
+    pub fn hold_nested(&self, r: &Rec) -> u32 {
         let len = self.holds();
         let ix = self.slot_for_hold(len);
         if ix == MAX_HELD {
             return UNTRACKED;
         }
-        self.change(|len| ((), self.put_hold(ix, len, r)));
+        self.change(|len| ((), self.put_hold(ix, len, *r)));
         ix as u32
     }
 
