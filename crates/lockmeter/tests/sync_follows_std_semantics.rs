@@ -142,6 +142,39 @@ fn a_panicking_writer_poisons_a_rwlock_and_a_panicking_reader_does_not() {
 }
 
 #[test]
+fn a_rwlock_writer_taken_while_already_panicking_does_not_poison_and_the_poison_reads_everywhere() {
+    // The drop-in's poison is std's own lock's flag: this checks std's
+    // rule through it, and that every way of asking reports it.
+    struct WriteOnDrop(Arc<RwLock<u8>>);
+    impl Drop for WriteOnDrop {
+        fn drop(&mut self) {
+            *self.0.write().unwrap() += 1;
+        }
+    }
+    let l = Arc::new(RwLock::new(0));
+    let l2 = Arc::clone(&l);
+    panics_on_a_thread(move || {
+        let _d = WriteOnDrop(l2);
+        panic!("unwinds through a Drop that writes");
+    });
+    assert!(!l.is_poisoned());
+    assert_eq!(*l.read().unwrap(), 1);
+
+    let l2 = Arc::clone(&l);
+    panics_on_a_thread(move || {
+        let mut w = l2.write().unwrap();
+        *w += 1;
+        panic!("writer panics");
+    });
+    assert!(format!("{l:?}").contains("poisoned: true"), "{l:?}");
+    let mut l = Arc::try_unwrap(l).unwrap_or_else(|_| unreachable!("one owner"));
+    assert_eq!(*l.get_mut().unwrap_err().into_inner(), 2);
+    l.clear_poison();
+    assert!(l.get_mut().is_ok());
+    assert!(format!("{l:?}").contains("poisoned: false"), "{l:?}");
+}
+
+#[test]
 fn debug_output_matches_std() {
     let ours = Mutex::new(7);
     let std = std::sync::Mutex::new(7);

@@ -6,6 +6,7 @@ use std::sync::{LockResult, OnceLock, PoisonError, WaitTimeoutResult};
 use std::time::Duration;
 
 use super::mutex::MutexGuard;
+use super::poison::Poison;
 use crate::primitive::loom_const_fn;
 
 /// A drop-in for [`std::sync::Condvar`], for [`super::Mutex`]'s guards:

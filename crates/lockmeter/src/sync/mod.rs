@@ -19,24 +19,25 @@
 //! / parking_lot").
 
 /// `is_poisoned`, `clear_poison` and `get_mut` of a std-style lock: a
-/// `poison` flag beside a metered lock `inner`.
+/// metered lock `inner` and the lock's `poison()` ([`poison::Poison`]).
 macro_rules! poison_api {
     ($(#[$is_poisoned_doc:meta])*) => {
         $(#[$is_poisoned_doc])*
         #[inline]
         pub fn is_poisoned(&self) -> bool {
-            self.poison.get()
+            self.poison().get()
         }
 
         /// Clears the poison flag.
         #[inline]
         pub fn clear_poison(&self) {
-            self.poison.clear();
+            self.poison().clear();
         }
 
         /// Mutable access without locking; `Err` if it is poisoned.
         pub fn get_mut(&mut self) -> LockResult<&mut T> {
-            self.poison.result(self.inner.get_mut())
+            let poisoned = self.poison().get();
+            poison::result(poisoned, self.inner.get_mut())
         }
     };
 }

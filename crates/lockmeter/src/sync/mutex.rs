@@ -6,7 +6,7 @@ use std::mem::ManuallyDrop;
 use std::panic::{RefUnwindSafe, UnwindSafe};
 use std::sync::{LockResult, TryLockResult};
 
-use super::poison;
+use super::poison::{self, Poison};
 use super::stash::{stashed_guard, Stash};
 
 /// A drop-in for [`std::sync::Mutex`]: the same API, poisoning included,
@@ -105,6 +105,13 @@ impl<T: ?Sized> Mutex<T> {
     fn guard<'a>(&'a self, inner: crate::MutexGuard<'a, T>) -> LockResult<MutexGuard<'a, T>> {
         self.poison.result(MutexGuard::new(self, inner))
     }
+
+    /// Where this mutex keeps its poison: its own flag (parking_lot's raw
+    /// lock has none).
+    #[inline(always)]
+    fn poison(&self) -> &poison::Flag {
+        &self.poison
+    }
 }
 
 impl<'a, T: ?Sized> MutexGuard<'a, T> {
@@ -165,6 +172,12 @@ impl<'a, T: ?Sized> MutexGuard<'a, T> {
     pub(crate) fn poison(&self) -> &'a poison::Flag {
         &self.lock.poison
     }
+
+    /// Poisons the mutex if the thread began panicking since it locked.
+    #[inline(always)]
+    fn poison_if_panicking(&self) {
+        self.lock.poison.done(&self.state);
+    }
 }
 
 from_and_default!([] Mutex<T> => t);
@@ -174,7 +187,7 @@ impl<T: ?Sized + fmt::Debug> fmt::Debug for Mutex<T> {
     /// `"<locked>"` (quoted, as std prints it) for data held elsewhere.
     /// Looking does not count.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        poison::fmt_lock(f, "Mutex", &self.poison, &"<locked>", |show| {
+        poison::fmt_lock(f, "Mutex", self.poison.get(), &"<locked>", |show| {
             self.inner.try_lock_unmetered(show)
         })
     }

@@ -2,6 +2,11 @@
 //! while its thread panics (and that was not panicking when it locked)
 //! poisons the lock; every later acquisition still succeeds but reports
 //! the poison, until `clear_poison`.
+//!
+//! [`Poison`] is where a drop-in keeps it: `sync::Mutex`, over
+//! parking_lot's raw lock, in its own [`Flag`]; `sync::RwLock`, over
+//! std's own lock, in that lock's flag, which std's guard already sets
+//! (a second flag cost every write two more `panicking()` tests).
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
@@ -41,24 +46,40 @@ impl Flag {
             self.0.store(true, Relaxed);
         }
     }
+}
 
-    #[inline]
-    pub(crate) fn get(&self) -> bool {
-        self.0.load(Relaxed)
-    }
+/// Where a std-style lock keeps whether a holder panicked.
+pub(crate) trait Poison {
+    /// Whether a holder panicked (a momentary answer).
+    fn get(&self) -> bool;
 
-    pub(crate) fn clear(&self) {
-        self.0.store(false, Relaxed);
-    }
+    /// Forgets that a holder panicked.
+    fn clear(&self);
 
     /// `Ok(value)` or, if a holder panicked, `Err(PoisonError(value))`.
     #[inline(always)]
-    pub(crate) fn result<T>(&self, value: T) -> LockResult<T> {
-        if self.get() {
-            Err(PoisonError::new(value))
-        } else {
-            Ok(value)
-        }
+    fn result<T>(&self, value: T) -> LockResult<T> {
+        result(self.get(), value)
+    }
+}
+
+impl Poison for Flag {
+    #[inline]
+    fn get(&self) -> bool {
+        self.0.load(Relaxed)
+    }
+
+    fn clear(&self) {
+        self.0.store(false, Relaxed);
+    }
+}
+
+/// `Ok(value)`, or `Err(PoisonError(value))` if `poisoned`.
+#[inline(always)]
+pub(crate) fn result<T>(poisoned: bool, value: T) -> LockResult<T> {
+    match poisoned {
+        true => Err(PoisonError::new(value)),
+        false => Ok(value),
     }
 }
 
@@ -68,7 +89,7 @@ impl Flag {
 pub(crate) fn fmt_lock<T: ?Sized + fmt::Debug>(
     f: &mut fmt::Formatter<'_>,
     name: &str,
-    poisoned: &Flag,
+    poisoned: bool,
     locked: &dyn fmt::Debug,
     look: impl FnOnce(&mut dyn FnMut(&T)) -> Option<()>,
 ) -> fmt::Result {
@@ -80,7 +101,7 @@ pub(crate) fn fmt_lock<T: ?Sized + fmt::Debug>(
     {
         d.field("data", locked);
     }
-    d.field("poisoned", &poisoned.get());
+    d.field("poisoned", &poisoned);
     d.finish_non_exhaustive()
 }
 

@@ -6,7 +6,7 @@ use std::ops::Deref;
 use std::panic::{RefUnwindSafe, UnwindSafe};
 use std::sync::{LockResult, TryLockResult};
 
-use super::poison;
+use super::poison::{self, Poison};
 use super::stash::{stashed_guard, Stash};
 use super::std_raw::StdRawRwLock;
 use crate::rwlock::{MeteredReadGuard, MeteredRwLock, MeteredWriteGuard};
@@ -31,8 +31,10 @@ use crate::rwlock::{MeteredReadGuard, MeteredRwLock, MeteredWriteGuard};
 /// *lock.write().unwrap() += 1;
 /// assert_eq!(lock.into_inner().unwrap(), 6);
 /// ```
+///
+/// Its poison is std's own lock's flag, which std's write guard sets as
+/// it drops while its thread panics (see `poison`).
 pub struct RwLock<T: ?Sized> {
-    poison: poison::Flag,
     /// A writer's metered guard parts while it holds the lock (see `stash`).
     held: Stash<<StdRawRwLock as lock_api::RawRwLock>::ExclusiveGuard>,
     inner: MeteredRwLock<StdRawRwLock, T>,
@@ -61,7 +63,6 @@ pub struct RwLockWriteGuard<'a, T: ?Sized + 'a> {
     lock: &'a RwLock<T>,
     /// Whether the hold in `lock.held` is untimed (not stored; see `stash`).
     untimed: bool,
-    state: poison::Guard,
     /// The metered guard's hold is recorded by this thread.
     _not_send: std::marker::PhantomData<*mut ()>,
 }
@@ -74,7 +75,6 @@ impl<T> RwLock<T> {
     #[track_caller]
     pub const fn new(t: T) -> RwLock<T> {
         RwLock {
-            poison: poison::Flag::new(),
             held: Stash::new(),
             inner: MeteredRwLock::new(t),
         }
@@ -84,7 +84,6 @@ impl<T> RwLock<T> {
     #[track_caller]
     pub const fn named(name: &'static str, t: T) -> RwLock<T> {
         RwLock {
-            poison: poison::Flag::new(),
             held: Stash::new(),
             inner: MeteredRwLock::named(name, t),
         }
@@ -92,7 +91,8 @@ impl<T> RwLock<T> {
 
     /// Consumes the lock, returning the data; `Err` if it is poisoned.
     pub fn into_inner(self) -> LockResult<T> {
-        self.poison.result(self.inner.into_inner())
+        let poisoned = self.poison().get();
+        poison::result(poisoned, self.inner.into_inner())
     }
 }
 
@@ -122,7 +122,7 @@ impl<T: ?Sized> RwLock<T> {
         &'a self,
         inner: MeteredReadGuard<'a, StdRawRwLock, T>,
     ) -> LockResult<RwLockReadGuard<'a, T>> {
-        self.poison.result(RwLockReadGuard { inner })
+        self.poison().result(RwLockReadGuard { inner })
     }
 
     #[inline(always)]
@@ -134,12 +134,19 @@ impl<T: ?Sized> RwLock<T> {
         // SAFETY: we hold the lock exclusively, and only its writer
         // touches `held`.
         let untimed = unsafe { self.held.put(parts) };
-        self.poison.result(RwLockWriteGuard {
+        self.poison().result(RwLockWriteGuard {
             lock: self,
             untimed,
-            state: poison::Guard::new(),
             _not_send: std::marker::PhantomData,
         })
+    }
+
+    /// Where this lock keeps its poison: std's lock underneath.
+    #[inline(always)]
+    fn poison(&self) -> &StdRawRwLock {
+        // SAFETY: only the raw lock's poison flag is read or cleared
+        // through this; nothing locks or unlocks with it.
+        unsafe { self.inner.raw() }
     }
 }
 
@@ -150,7 +157,7 @@ impl<T: ?Sized + fmt::Debug> fmt::Debug for RwLock<T> {
     /// `<locked>` for data a writer holds. Looking does not count.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let locked = format_args!("<locked>");
-        poison::fmt_lock(f, "RwLock", &self.poison, &locked, |show| {
+        poison::fmt_lock(f, "RwLock", self.poison().get(), &locked, |show| {
             self.inner.try_read_unmetered(show)
         })
     }
@@ -165,5 +172,12 @@ impl<T: ?Sized> Deref for RwLockReadGuard<'_, T> {
 }
 
 stashed_guard!(RwLockWriteGuard, RwLock, write_guard_from_parts);
+
+impl<T: ?Sized> RwLockWriteGuard<'_, T> {
+    /// Nothing to do: std's own write guard, inside the stash, poisons
+    /// std's lock as it drops while its thread panics, with std's rule.
+    #[inline(always)]
+    fn poison_if_panicking(&self) {}
+}
 
 fmt_as_data!([] RwLockReadGuard<'_, T>, [] RwLockWriteGuard<'_, T>);

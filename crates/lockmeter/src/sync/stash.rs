@@ -76,7 +76,8 @@ impl<G> Stash<G> {
 /// whose parts wait in the lock's `held` stash (`untimed`: what
 /// [`Stash::put`] answered): the same for `Mutex` and `RwLock` writes but
 /// for the method that rebuilds the metered guard (`$rebuild`) to end the
-/// hold.
+/// hold, and the guard's own `poison_if_panicking`, which the drop calls
+/// first, still holding.
 macro_rules! stashed_guard {
     ($guard:ident, $lock:ident, $rebuild:ident) => {
         impl<T: ?Sized> std::ops::Deref for $guard<'_, T> {
@@ -104,7 +105,7 @@ macro_rules! stashed_guard {
             /// out of line, which keeps this drop small enough to inline.
             #[inline(always)]
             fn drop(&mut self) {
-                self.lock.poison.done(&self.state);
+                self.poison_if_panicking();
                 match self.untimed {
                     // SAFETY: this guard holds the lock, so `held` has its
                     // parts (the raw state alone); taken once, as the

@@ -15,8 +15,9 @@
 //! instead, to make the exclusive state zero-sized as parking_lot's is,
 //! measured no faster observed and 2-5 % slower unobserved.)
 //!
-//! std's own poisoning is ignored: [`super::RwLock`] keeps std's rules in
-//! its own flag (`sync::poison`), which every acquisition reports.
+//! std's own poisoning is not reported here (a raw lock cannot):
+//! [`super::RwLock`] reads std's flag after every acquisition
+//! (`sync::poison`).
 
 use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard, TryLockError};
 
@@ -50,6 +51,20 @@ impl StdRawRwLock {
     unsafe fn exclusive(&self, g: RwLockWriteGuard<'_, ()>) -> Exclusive {
         // SAFETY: as in `shared`.
         unsafe { std::mem::transmute::<RwLockWriteGuard<'_, ()>, Exclusive>(g) }
+    }
+}
+
+/// std's own poison: set by std's write guard when it drops while its
+/// thread panics (and was not panicking when it locked), std's rule.
+/// `sync::RwLock` reports it as its own.
+impl super::poison::Poison for StdRawRwLock {
+    #[inline(always)]
+    fn get(&self) -> bool {
+        self.lock.is_poisoned()
+    }
+
+    fn clear(&self) {
+        self.lock.clear_poison();
     }
 }
 
