@@ -527,7 +527,7 @@ impl<'a, R: RawRwLock, T: ?Sized> MeteredMappedReadGuard<'a, R, T> {
 /// path, a read guard's state (std's guard, two words, under
 /// `sync::RwLock`) went to the stack on the unobserved path too, where
 /// the observed paths take it by address (callgrind, unobserved
-/// `sync::RwLock` read: 38 instructions, std's 20; 35 apart). The write
+/// `sync::RwLock` read: 38 instructions, std's 20; 36 apart). The write
 /// guard keeps one test: apart, LLVM ordered the tests worse and the
 /// unobserved upgrade went from 41 to 46 instructions.
 macro_rules! guard_access {
