@@ -27,6 +27,20 @@ pub(crate) fn own_line<T>(word: &T) {
     let _ = word;
 }
 
+/// [`own_line`] once the CPU has been asked whether it can: false, doing
+/// nothing, before that (then the caller uses [`own_line`]), so that a
+/// path that must make no call can use it.
+#[inline(always)]
+pub(crate) fn own_line_known<T>(word: &T) -> bool {
+    #[cfg(all(target_arch = "x86_64", not(miri), not(lockmeter_loom)))]
+    return x86::own_line_known(word as *const T as *const u8);
+    #[cfg(not(all(target_arch = "x86_64", not(miri), not(lockmeter_loom))))]
+    {
+        let _ = word;
+        true
+    }
+}
+
 #[cfg(all(target_arch = "x86_64", not(miri), not(lockmeter_loom)))]
 mod x86 {
     use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
@@ -39,18 +53,39 @@ mod x86 {
     #[inline(always)]
     pub(super) fn own_line(word: *const u8) {
         match PREFETCHW.load(Relaxed) {
-            // SAFETY: the CPU has PREFETCHW, which only looks up the
-            // address's translation and never faults on it; it writes no
-            // register, memory or flag.
-            1 => unsafe {
-                std::arch::asm!(
-                    "prefetchw [{0}]",
-                    in(reg) word,
-                    options(nostack, preserves_flags, readonly)
-                );
-            },
+            // SAFETY: the CPU has PREFETCHW.
+            1 => unsafe { prefetchw(word) },
             0 => ask(),
             _ => {}
+        }
+    }
+
+    #[inline(always)]
+    pub(super) fn own_line_known(word: *const u8) -> bool {
+        match PREFETCHW.load(Relaxed) {
+            1 => {
+                // SAFETY: the CPU has PREFETCHW.
+                unsafe { prefetchw(word) };
+                true
+            }
+            0 => false,
+            _ => true,
+        }
+    }
+
+    /// # Safety
+    /// Only on a CPU that has PREFETCHW (an x86-64 CPU without it may
+    /// fault on it). It only looks up the address's translation and never
+    /// faults on it; it writes no register, memory or flag.
+    #[inline(always)]
+    unsafe fn prefetchw(word: *const u8) {
+        // SAFETY: see above.
+        unsafe {
+            std::arch::asm!(
+                "prefetchw [{0}]",
+                in(reg) word,
+                options(nostack, preserves_flags, readonly)
+            );
         }
     }
 

@@ -36,6 +36,7 @@ use crate::class::{Class, Mode};
 use crate::meter::{self, Hold, Meta};
 use crate::on_drop::OnDrop;
 use crate::recorder;
+use crate::recorder::Recorder;
 
 /// A mutex over the raw lock `R` that records contention per call site.
 ///
@@ -611,13 +612,51 @@ impl<R: RawMutex, T: ?Sized> MeteredMutexGuard<'_, R, T> {
 /// got the slow one and self-accounting's calibration loops the fast one,
 /// so its estimate read 0.64 of the measured cost. Out of line it takes
 /// 16.2 ns in every caller measured (`docs/performance.md`, "Session 21").
+///
+/// Its common case ([`meter::acquire_lean`]) makes no call; the others go
+/// on in [`lock_observed_in`], [`lock_contended`] and [`lock_misguessed`].
 #[inline(never)]
 fn lock_observed<R: RawMutex>(
     meta: &Meta,
     raw: &R,
     site: &'static Location<'static>,
 ) -> (R::Guard, Hold) {
-    meter::acquire_observed(
+    match meter::recorder() {
+        Some(rec) => lock_lean(rec, meta, raw, site),
+        None => (raw.lock(), Hold::none()),
+    }
+}
+
+#[inline(always)]
+fn lock_lean<R: RawMutex>(
+    rec: *const Recorder,
+    meta: &Meta,
+    raw: &R,
+    site: &'static Location<'static>,
+) -> (R::Guard, Hold) {
+    meter::acquire_lean(
+        rec,
+        meta,
+        site,
+        Mode::Exclusive,
+        || crate::hint::own_line_known(raw),
+        || raw.try_lock(),
+        || lock_observed_in(rec, meta, raw, site),
+        |probe| lock_contended(probe, meta, raw, site),
+        |attempted, probe| lock_misguessed(probe, meta, raw, site, attempted),
+    )
+}
+
+/// [`lock_observed`] in every case, in the recorder `rec` it found.
+#[inline(never)]
+fn lock_observed_in<R: RawMutex>(
+    rec: *const Recorder,
+    meta: &Meta,
+    raw: &R,
+    site: &'static Location<'static>,
+) -> (R::Guard, Hold) {
+    meter::acquire_observed_in(
+        rec,
         meta,
         site,
         Mode::Exclusive,
@@ -626,6 +665,38 @@ fn lock_observed<R: RawMutex>(
             crate::hint::own_line(raw);
             raw.try_lock()
         },
+        || (raw.lock(), 0, 0),
+    )
+}
+
+/// [`lock_observed`] when the lock was not free.
+#[inline(never)]
+fn lock_contended<R: RawMutex>(
+    probe: meter::Probe,
+    meta: &Meta,
+    raw: &R,
+    site: &'static Location<'static>,
+) -> (R::Guard, Hold) {
+    meter::acquire_contended_after(probe, meta, site, || (raw.lock(), 0, 0))
+}
+
+/// [`lock_observed`] when its guess of the entry was wrong.
+#[cold]
+#[inline(never)]
+fn lock_misguessed<R: RawMutex>(
+    probe: meter::Probe,
+    meta: &Meta,
+    raw: &R,
+    site: &'static Location<'static>,
+    attempted: Option<R::Guard>,
+) -> (R::Guard, Hold) {
+    meter::acquire_misguessed(
+        probe,
+        meta,
+        site,
+        Mode::Exclusive,
+        attempted,
+        || raw.lock(),
         || (raw.lock(), 0, 0),
     )
 }

@@ -332,9 +332,16 @@ impl Probe {
     /// acquisition: the entry may be a guess from the call site alone
     /// (`shard::guess_entry`), to be checked with [`Probe::counts`] once
     /// the attempt has made the lock's line this thread's.
+    /// `recorder` finds the recorder ([`recorder::current`], or one the
+    /// caller already found).
     #[inline(always)]
-    fn lookup_ahead(meta: &Meta, site: &'static Location<'static>, mode: Mode) -> Option<Probe> {
-        let rec = recorder::current()?;
+    fn lookup_ahead(
+        recorder: impl FnOnce() -> Option<*const recorder::Recorder>,
+        meta: &Meta,
+        site: &'static Location<'static>,
+        mode: Mode,
+    ) -> Option<Probe> {
+        let rec = recorder()?;
         let at = site as *const Location<'static> as usize;
         match recorder::shard::guess_entry(rec, at, mode.key_bits()) {
             Some(entry) => Some(Probe {
@@ -620,7 +627,7 @@ impl Probe {
         self.entry().clock().raw()
     }
 
-    #[inline]
+    #[inline(always)]
     fn note_owner(&self, meta: &Meta, site: &'static Location<'static>) {
         let e = self.entry();
         let tokens = e.tokens();
@@ -698,7 +705,7 @@ pub(crate) fn acquire<G>(
     attempt: impl FnOnce() -> Option<G>,
     wait: impl FnOnce() -> (G, u64, u64),
 ) -> (G, Hold) {
-    acquire_tested::<true, G>(meta, site, mode, plain, attempt, wait)
+    acquire_tested::<true, G>(meta, site, mode, recorder::current, plain, attempt, wait)
 }
 
 /// [`acquire`] for a caller that has just seen `recorder::observing()`
@@ -714,7 +721,121 @@ pub(crate) fn acquire_observed<G>(
     attempt: impl FnOnce() -> Option<G>,
     wait: impl FnOnce() -> (G, u64, u64),
 ) -> (G, Hold) {
-    acquire_tested::<false, G>(meta, site, mode, plain, attempt, wait)
+    acquire_tested::<false, G>(meta, site, mode, recorder::current, plain, attempt, wait)
+}
+
+/// [`acquire_observed`] in the recorder `rec` the caller found
+/// ([`acquire_lean`]'s way out).
+#[inline(always)]
+pub(crate) fn acquire_observed_in<G>(
+    rec: *const recorder::Recorder,
+    meta: &Meta,
+    site: &'static Location<'static>,
+    mode: Mode,
+    plain: impl FnOnce() -> G,
+    attempt: impl FnOnce() -> Option<G>,
+    wait: impl FnOnce() -> (G, u64, u64),
+) -> (G, Hold) {
+    acquire_tested::<false, G>(meta, site, mode, || Some(rec), plain, attempt, wait)
+}
+
+/// The recorder of the dispatcher in effect (`None`: it holds no
+/// lockmeter layer), for an out-of-line observed path that runs
+/// [`acquire_lean`] in it.
+#[inline(always)]
+pub(crate) fn recorder() -> Option<*const recorder::Recorder> {
+    recorder::current()
+}
+
+/// The common case of an out-of-line observed acquisition in the
+/// recorder `rec`, with no call on its way: a site this thread took
+/// recently, a hold the sample does not time, nothing else held, and the
+/// lock free at the attempt. Each other case goes on in a function of the
+/// caller's, out of line: before the attempt, `general` (its
+/// [`acquire_observed_in`]), having counted nothing; after it, `contended`
+/// ([`acquire_contended_after`]) for a guessed entry that was right and a
+/// lock that was not free, `misguessed` ([`acquire_misguessed`]) for a
+/// guess that was wrong. Every call here is the path's last act: the path
+/// had stored and reloaded its sample's decision and its prepared record
+/// on the stack around a clock read one acquisition in 64, and kept the
+/// recorder's `Option` in a register to test it again
+/// (`docs/performance.md`, "Session 24").
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn acquire_lean<G>(
+    rec: *const recorder::Recorder,
+    meta: &Meta,
+    site: &'static Location<'static>,
+    mode: Mode,
+    own_line: impl FnOnce() -> bool,
+    attempt: impl FnOnce() -> Option<G>,
+    general: impl FnOnce() -> (G, Hold),
+    contended: impl FnOnce(Probe) -> (G, Hold),
+    misguessed: impl FnOnce(Option<G>, Probe) -> (G, Hold),
+) -> (G, Hold) {
+    let at = site as *const Location<'static> as usize;
+    let Some(entry) = recorder::shard::guess_entry(rec, at, mode.key_bits()) else {
+        return general();
+    };
+    let probe = Probe {
+        entry,
+        recorder: rec,
+    };
+    // Written before the attempt and unseen until committed: nothing to
+    // undo on the way out.
+    let Some(prepared) = now::prepare_lone(meta.instance(), entry, rec) else {
+        return general();
+    };
+    if !own_line() || !probe.entry().count_untimed() {
+        return general();
+    }
+    // The guess is checked once the attempt has made the lock's line this
+    // thread's, on each way out.
+    let Some(g) = attempt() else {
+        return match probe.counts(meta, site, mode) {
+            // Not unsampled, as in `acquire`.
+            true => contended(probe),
+            false => misguessed(None, probe),
+        };
+    };
+    if !probe.counts(meta, site, mode) {
+        return misguessed(Some(g), probe);
+    }
+    (g, probe.acquired_nowait_at(meta, site, None, prepared))
+}
+
+/// [`acquire_lean`]'s acquisition whose entry `probe` was guessed right
+/// and whose attempt, untimed, failed: it waits, as in [`acquire`].
+#[inline(always)]
+pub(crate) fn acquire_contended_after<G>(
+    probe: Probe,
+    meta: &Meta,
+    site: &'static Location<'static>,
+    wait: impl FnOnce() -> (G, u64, u64),
+) -> (G, Hold) {
+    acquire_contended(probe, meta, site, None, wait)
+}
+
+/// [`acquire_lean`]'s acquisition whose entry `probe` was guessed wrong,
+/// its attempt made (`attempted`): counted in the right entry, as in
+/// [`acquire`].
+#[inline(always)]
+pub(crate) fn acquire_misguessed<G>(
+    probe: Probe,
+    meta: &Meta,
+    site: &'static Location<'static>,
+    mode: Mode,
+    attempted: Option<G>,
+    plain: impl FnOnce() -> G,
+    wait: impl FnOnce() -> (G, u64, u64),
+) -> (G, Hold) {
+    let Some((probe, start, prepared)) = probe.misguessed(meta, site, mode) else {
+        return (attempted.unwrap_or_else(plain), Hold::none());
+    };
+    match attempted {
+        Some(g) => (g, probe.acquired_nowait_at(meta, site, start, prepared)),
+        None => acquire_contended(probe, meta, site, start, wait),
+    }
 }
 
 /// [`acquire`], testing `observing()` first when `TEST`. One body with a
@@ -726,12 +847,13 @@ fn acquire_tested<const TEST: bool, G>(
     meta: &Meta,
     site: &'static Location<'static>,
     mode: Mode,
+    recorder: impl FnOnce() -> Option<*const recorder::Recorder>,
     plain: impl FnOnce() -> G,
     attempt: impl FnOnce() -> Option<G>,
     wait: impl FnOnce() -> (G, u64, u64),
 ) -> (G, Hold) {
     let probe = match !TEST || recorder::observing() {
-        true => Probe::lookup_ahead(meta, site, mode),
+        true => Probe::lookup_ahead(recorder, meta, site, mode),
         false => None,
     };
     let Some(probe) = probe else {

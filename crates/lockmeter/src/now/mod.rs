@@ -179,6 +179,23 @@ pub(crate) fn prepare_hold(
     )
 }
 
+/// [`prepare_hold`] for a registered thread that holds nothing, with no
+/// call; `None`, writing nothing, otherwise (then the caller uses
+/// [`prepare_hold`]).
+#[inline(always)]
+pub(crate) fn prepare_lone(
+    lock: usize,
+    entry: *const Entry,
+    recorder: *const Recorder,
+) -> Option<Prepared> {
+    thread::registered_slot(|s| {
+        s.table
+            .prepare_first(rec(lock, entry, recorder))
+            .map(|first| Prepared(Some((s as *const thread::ThreadSlot, first))))
+    })
+    .flatten()
+}
+
 /// The lock whose hold `prepared` prepared was just taken without
 /// waiting, with no other change of the thread's table in between: like
 /// [`hold_begins`], the index that [`hold_ends`] forgets.

@@ -354,6 +354,20 @@ impl Entry {
         seen & self.sample_mask.load(Relaxed) == 0
     }
 
+    /// [`Entry::sample_uncontended`] for an acquisition that goes on
+    /// here only if its hold is not timed (`meter::acquire_lean`): counts
+    /// it and says true when the sample does not pick it; says false,
+    /// counting nothing, when it does.
+    #[inline(always)]
+    pub(crate) fn count_untimed(&self) -> bool {
+        let seen = self.eligible.get();
+        if seen & self.sample_mask.load(Relaxed) == 0 {
+            return false;
+        }
+        self.eligible.0.store(seen.wrapping_add(1), Relaxed);
+        true
+    }
+
     /// How many acquisitions one timed by the sample stands for.
     #[inline]
     pub(crate) fn sample_every(&self) -> u64 {

@@ -52,11 +52,20 @@ pub(crate) fn observing() -> bool {
 /// nothing on this thread can change its dispatcher in between.
 #[inline]
 pub(crate) fn current() -> Option<*const Recorder> {
-    let d = tracing::dispatcher::get_default(|d| d as *const Dispatch);
-    if std::ptr::eq(d, GLOBAL_DISPATCH.load(Acquire)) {
-        return Some(GLOBAL_RECORDER.load(Relaxed).cast_const());
+    match current_global() {
+        Some(rec) => Some(rec),
+        None => current_elsewhere(),
     }
-    current_elsewhere()
+}
+
+/// [`current`] when the dispatcher in effect is the remembered global
+/// one; `None`, with no call of lockmeter's, otherwise (then
+/// [`current_elsewhere`] answers).
+#[inline(always)]
+pub(crate) fn current_global() -> Option<*const Recorder> {
+    let d = tracing::dispatcher::get_default(|d| d as *const Dispatch);
+    std::ptr::eq(d, GLOBAL.dispatch.load(Acquire))
+        .then(|| GLOBAL.recorder.load(Relaxed).cast_const())
 }
 
 /// [`current`] under a scoped dispatcher, or before the global one is
@@ -67,12 +76,22 @@ fn current_elsewhere() -> Option<*const Recorder> {
     tracing::dispatcher::get_default(find_layer)
 }
 
-/// The address of the global default dispatcher, once it is known to hold
-/// a lockmeter layer; null until then.
-static GLOBAL_DISPATCH: AtomicPtr<Dispatch> = AtomicPtr::new(std::ptr::null_mut());
-/// The recorder of that layer. A global subscriber is never dropped, so
-/// neither is its layer's recorder.
-static GLOBAL_RECORDER: AtomicPtr<Recorder> = AtomicPtr::new(std::ptr::null_mut());
+/// The global default dispatcher, once it is known to hold a lockmeter
+/// layer, and that layer's recorder. One static for both: a library's
+/// statics are each reached through an address loaded from the GOT, so
+/// two cost the hot path two loads more than one.
+struct RememberedGlobal {
+    /// The dispatcher's address; null until it is known.
+    dispatch: AtomicPtr<Dispatch>,
+    /// The layer's recorder. A global subscriber is never dropped, so
+    /// neither is its layer's recorder.
+    recorder: AtomicPtr<Recorder>,
+}
+
+static GLOBAL: RememberedGlobal = RememberedGlobal {
+    dispatch: AtomicPtr::new(std::ptr::null_mut()),
+    recorder: AtomicPtr::new(std::ptr::null_mut()),
+};
 
 thread_local! {
     /// The last dispatcher address on this thread found not to be the
@@ -84,10 +103,12 @@ thread_local! {
 fn find_layer(d: &Dispatch) -> Option<*const Recorder> {
     let recorder = Arc::as_ptr(d.downcast_ref::<Layer>()?.recorder());
     let addr = d as *const Dispatch as usize;
-    if LAST_SCOPED.with(Cell::get) != addr && GLOBAL_DISPATCH.load(Relaxed).is_null() {
+    if LAST_SCOPED.with(Cell::get) != addr && GLOBAL.dispatch.load(Relaxed).is_null() {
         if is_global(d) {
-            GLOBAL_RECORDER.store(recorder.cast_mut(), Relaxed);
-            GLOBAL_DISPATCH.store((d as *const Dispatch).cast_mut(), Release);
+            GLOBAL.recorder.store(recorder.cast_mut(), Relaxed);
+            GLOBAL
+                .dispatch
+                .store((d as *const Dispatch).cast_mut(), Release);
         } else {
             LAST_SCOPED.with(|c| c.set(addr));
         }
