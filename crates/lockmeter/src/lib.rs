@@ -135,6 +135,7 @@ mod slow;
 mod spinlock;
 mod stacks;
 pub mod sync;
+mod thread_ptrs;
 mod waitqueue;
 
 pub use condvar::{Condvar, MeteredCondvar, WaitTimeoutResult};

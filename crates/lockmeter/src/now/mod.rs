@@ -26,7 +26,7 @@
 mod order;
 mod picture;
 pub(crate) mod table;
-mod thread;
+pub(crate) mod thread;
 mod watchdog;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};

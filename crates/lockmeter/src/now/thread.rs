@@ -9,7 +9,6 @@
 //! (taking the lock) before its shard, which owns the entries, is dropped:
 //! the shard's destructor calls [`exiting`] first.
 
-use std::cell::Cell;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use lockmeter_model::now::ThreadRef;
@@ -28,15 +27,24 @@ pub(crate) struct ThreadSlot {
 /// they start recording and when they exit.
 static REGISTRY: Mutex<Vec<Arc<ThreadSlot>>> = Mutex::new(Vec::new());
 
-/// The value of [`SLOT`] once the thread is past recording.
+/// The value of [`slot`] once the thread is past recording.
 const DEAD: *const ThreadSlot = std::ptr::dangling();
 
 thread_local! {
-    /// This thread's slot: null before registration, [`DEAD`] after exit.
-    /// `const` and without a destructor, so reading it is one TLS load.
-    static SLOT: Cell<*const ThreadSlot> = const { Cell::new(std::ptr::null()) };
     /// Owns the slot; dropping it (thread exit) unregisters.
     static OWNER: Owner = Owner::register();
+}
+
+/// This thread's slot: null before registration, [`DEAD`] after exit.
+/// In `thread_ptrs`, with the recorder's first slot: one thread-local.
+#[inline(always)]
+fn slot() -> *const ThreadSlot {
+    crate::thread_ptrs::with(|t| t.now_slot.get())
+}
+
+/// Sets [`slot`], giving back what it was.
+fn replace_slot(p: *const ThreadSlot) -> *const ThreadSlot {
+    crate::thread_ptrs::with(|t| t.now_slot.replace(p))
 }
 
 struct Owner(Arc<ThreadSlot>);
@@ -71,7 +79,7 @@ pub(crate) fn registry() -> MutexGuard<'static, Vec<Arc<ThreadSlot>>> {
 /// once the thread is exiting.
 #[inline(always)]
 pub(crate) fn with_slot<R>(f: impl FnOnce(&ThreadSlot) -> R) -> Option<R> {
-    let mut p = SLOT.with(Cell::get);
+    let mut p = slot();
     if p.is_null() {
         p = register();
     }
@@ -79,7 +87,7 @@ pub(crate) fn with_slot<R>(f: impl FnOnce(&ThreadSlot) -> R) -> Option<R> {
         return None;
     }
     // SAFETY: `p` came from `OWNER`'s Arc, which lives until `exiting`
-    // sets `SLOT` to DEAD on this same thread; until then it is valid.
+    // sets the slot to DEAD on this same thread; until then it is valid.
     Some(f(unsafe { &*p }))
 }
 
@@ -87,7 +95,7 @@ pub(crate) fn with_slot<R>(f: impl FnOnce(&ThreadSlot) -> R) -> Option<R> {
 /// holds nothing recorded), never registering it: no call on the way.
 #[inline(always)]
 pub(crate) fn registered_slot<R>(f: impl FnOnce(&ThreadSlot) -> R) -> Option<R> {
-    let p = SLOT.with(Cell::get);
+    let p = slot();
     if p.is_null() || p == DEAD {
         return None;
     }
@@ -101,17 +109,17 @@ fn register() -> *const ThreadSlot {
     let p = OWNER.try_with(|o| Arc::as_ptr(&o.0)).unwrap_or(DEAD);
     // `exiting` may already have run (a shard destructor before OWNER was
     // ever touched): then the thread stays unrecorded.
-    if SLOT.with(Cell::get) != DEAD {
-        SLOT.with(|s| s.set(p));
+    if slot() != DEAD {
+        replace_slot(p);
     }
-    SLOT.with(Cell::get)
+    slot()
 }
 
 /// The thread stops recording: its slot leaves the list and its lock-order
 /// edges are kept in the retired ones. Idempotent; called by `OWNER`'s and
 /// the shard's destructors, whichever runs first.
 pub(crate) fn exiting() {
-    let p = SLOT.with(|s| s.replace(DEAD));
+    let p = replace_slot(DEAD);
     if p.is_null() || p == DEAD {
         return;
     }

@@ -6,7 +6,7 @@
 //! shared with snapshots behind a mutex that the hot path never takes
 //! (only the first acquisition at a new site does).
 
-use std::cell::{Cell, UnsafeCell};
+use std::cell::UnsafeCell;
 use std::sync::{Arc, Mutex};
 
 use crate::class::{SiteKey, MODE_KEY_BITS};
@@ -195,7 +195,7 @@ impl Index {
 }
 
 /// This thread's view of one recorder.
-struct Slot {
+pub(crate) struct Slot {
     recorder: Arc<Recorder>,
     shard: Arc<Shard>,
     index: Index,
@@ -209,19 +209,28 @@ pub(crate) struct ThreadState {
 
 thread_local! {
     static THREAD: ThreadState = const { ThreadState { slots: UnsafeCell::new(Vec::new()) } };
-    /// `THREAD`'s first slot while it has one, else null. `const` and
-    /// without a destructor, so reading it is one TLS load, where `THREAD`
-    /// (dropped at exit) checks first that its destructor is registered and
-    /// has not run. Set by [`find_entry`] after every change of the slots
-    /// (so the pointer is derived after the last write through the `Vec`),
-    /// cleared before they are dropped.
-    static FIRST: Cell<*const Slot> = const { Cell::new(std::ptr::null()) };
+}
+
+/// `THREAD`'s first slot while it has one, else null: in
+/// `thread_ptrs` (read with `now`'s slot, in one thread-local). Reading
+/// it is one load, where `THREAD` (dropped at exit) checks first that its
+/// destructor is registered and has not run. Set by [`find_entry`] after
+/// every change of the slots (so the pointer is derived after the last
+/// write through the `Vec`), cleared before they are dropped.
+#[inline(always)]
+fn first() -> *const Slot {
+    crate::thread_ptrs::with(|t| t.first_slot.get())
+}
+
+/// Sets [`first`].
+fn set_first(slot: *const Slot) {
+    crate::thread_ptrs::with(|t| t.first_slot.set(slot));
 }
 
 /// This thread's first slot, if it has one.
 #[inline(always)]
 fn first_slot<'a>() -> Option<&'a Slot> {
-    let first = FIRST.with(Cell::get);
+    let first = first();
     // SAFETY: non-null, `first` points at `THREAD`'s first slot, derived
     // after the last change of the slots (`find_entry`) and cleared
     // before they are dropped; only this thread touches them, and the
@@ -313,7 +322,7 @@ fn find_entry(
         Some(e) => Some(e),
         None => new_entry(slot, raw, key),
     };
-    FIRST.with(|f| f.set(slots.as_ptr()));
+    set_first(slots.as_ptr());
     found
 }
 
@@ -355,7 +364,7 @@ fn new_entry(slot: &mut Slot, raw: [usize; 3], key: &SiteKey) -> Option<*const E
 
 impl Drop for ThreadState {
     fn drop(&mut self) {
-        FIRST.with(|f| f.set(std::ptr::null()));
+        set_first(std::ptr::null());
         // Before the entries go: `now`'s readers resolve entries of
         // registered threads only.
         crate::now::exiting();
