@@ -28,8 +28,9 @@ pub(crate) fn own_line<T>(word: &T) {
 }
 
 /// [`own_line`] once the CPU has been asked whether it can: false, doing
-/// nothing, before that (then the caller uses [`own_line`]), so that a
-/// path that must make no call can use it.
+/// nothing, before that, so that a path that must make no call can use
+/// it. Then the caller goes a way that calls [`own_line`], which asks: a
+/// caller that never did would be told false for ever.
 #[inline(always)]
 pub(crate) fn own_line_known<T>(word: &T) -> bool {
     #[cfg(all(target_arch = "x86_64", not(miri), not(lockmeter_loom)))]
