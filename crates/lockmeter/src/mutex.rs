@@ -614,7 +614,8 @@ impl<R: RawMutex, T: ?Sized> MeteredMutexGuard<'_, R, T> {
 /// 16.2 ns in every caller measured (`docs/performance.md`, "Session 21").
 ///
 /// Its common case ([`meter::acquire_lean`]) makes no call; the others go
-/// on in [`lock_observed_in`], [`lock_contended`] and [`lock_misguessed`].
+/// on in [`lock_observed_in`], [`lock_timed`], [`lock_contended`] and
+/// [`lock_misguessed`].
 #[inline(never)]
 fn lock_observed<R: RawMutex>(
     meta: &Meta,
@@ -642,6 +643,7 @@ fn lock_lean<R: RawMutex>(
         || crate::hint::own_line_known(raw),
         || raw.try_lock(),
         || lock_observed_in(rec, meta, raw, site),
+        |probe| lock_timed(probe, meta, raw, site),
         |probe| lock_contended(probe, meta, raw, site),
         |attempted, probe| lock_misguessed(probe, meta, raw, site, attempted),
     )
@@ -657,6 +659,28 @@ fn lock_observed_in<R: RawMutex>(
 ) -> (R::Guard, Hold) {
     meter::acquire_observed_in(
         rec,
+        meta,
+        site,
+        Mode::Exclusive,
+        || raw.lock(),
+        || {
+            crate::hint::own_line(raw);
+            raw.try_lock()
+        },
+        || (raw.lock(), 0, 0),
+    )
+}
+
+/// [`lock_observed`] of a hold the sample times, its entry found.
+#[inline(never)]
+fn lock_timed<R: RawMutex>(
+    probe: meter::Probe,
+    meta: &Meta,
+    raw: &R,
+    site: &'static Location<'static>,
+) -> (R::Guard, Hold) {
+    meter::acquire_observed_at(
+        probe,
         meta,
         site,
         Mode::Exclusive,

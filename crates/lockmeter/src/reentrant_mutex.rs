@@ -100,6 +100,7 @@ impl<R: RawMutex, G: GetThreadId> Core<R, G> {
     /// (`meter::acquire_lean`) makes no call, as the Mutex's
     /// (`mutex::lock_observed`); the others go on in
     /// [`lock_observed_in`](Self::lock_observed_in),
+    /// [`lock_timed`](Self::lock_timed),
     /// [`lock_contended`](Self::lock_contended) and
     /// [`lock_misguessed`](Self::lock_misguessed).
     #[inline(never)]
@@ -116,6 +117,7 @@ impl<R: RawMutex, G: GetThreadId> Core<R, G> {
             || true,
             || self.enter(self.me(), || self.raw.try_lock()),
             || ((), self.lock_observed_in(rec, site)),
+            |probe| self.lock_timed(probe, site),
             |probe| self.lock_contended(probe, site),
             |attempted, probe| self.lock_misguessed(probe, site, attempted),
         );
@@ -136,6 +138,21 @@ impl<R: RawMutex, G: GetThreadId> Core<R, G> {
             || (self.enter_blocking(), 0, 0),
         );
         hold
+    }
+
+    /// [`lock_observed`](Self::lock_observed) of a hold the sample times,
+    /// its entry found.
+    #[inline(never)]
+    fn lock_timed(&self, probe: meter::Probe, site: &'static Location<'static>) -> ((), Hold) {
+        meter::acquire_observed_at(
+            probe,
+            &self.meta,
+            site,
+            Mode::Exclusive,
+            || self.enter_blocking(),
+            || self.enter(self.me(), || self.raw.try_lock()),
+            || (self.enter_blocking(), 0, 0),
+        )
     }
 
     /// [`lock_observed`](Self::lock_observed) when the lock was not free.

@@ -705,7 +705,16 @@ pub(crate) fn acquire<G>(
     attempt: impl FnOnce() -> Option<G>,
     wait: impl FnOnce() -> (G, u64, u64),
 ) -> (G, Hold) {
-    acquire_tested::<true, G>(meta, site, mode, recorder::current, plain, attempt, wait)
+    acquire_tested::<true, G>(
+        meta,
+        site,
+        mode,
+        None,
+        recorder::current,
+        plain,
+        attempt,
+        wait,
+    )
 }
 
 /// [`acquire`] for a caller that has just seen `recorder::observing()`
@@ -721,7 +730,16 @@ pub(crate) fn acquire_observed<G>(
     attempt: impl FnOnce() -> Option<G>,
     wait: impl FnOnce() -> (G, u64, u64),
 ) -> (G, Hold) {
-    acquire_tested::<false, G>(meta, site, mode, recorder::current, plain, attempt, wait)
+    acquire_tested::<false, G>(
+        meta,
+        site,
+        mode,
+        None,
+        recorder::current,
+        plain,
+        attempt,
+        wait,
+    )
 }
 
 /// [`acquire_observed`] in the recorder `rec` the caller found
@@ -736,7 +754,32 @@ pub(crate) fn acquire_observed_in<G>(
     attempt: impl FnOnce() -> Option<G>,
     wait: impl FnOnce() -> (G, u64, u64),
 ) -> (G, Hold) {
-    acquire_tested::<false, G>(meta, site, mode, || Some(rec), plain, attempt, wait)
+    acquire_tested::<false, G>(meta, site, mode, None, || Some(rec), plain, attempt, wait)
+}
+
+/// [`acquire_observed`] with the entry `probe` found already: the way on
+/// of [`acquire_lean`]'s acquisition that the sample picks to time.
+#[inline(always)]
+pub(crate) fn acquire_observed_at<G>(
+    probe: Probe,
+    meta: &Meta,
+    site: &'static Location<'static>,
+    mode: Mode,
+    plain: impl FnOnce() -> G,
+    attempt: impl FnOnce() -> Option<G>,
+    wait: impl FnOnce() -> (G, u64, u64),
+) -> (G, Hold) {
+    let no_recorder = || None;
+    acquire_tested::<false, G>(
+        meta,
+        site,
+        mode,
+        Some(probe),
+        no_recorder,
+        plain,
+        attempt,
+        wait,
+    )
 }
 
 /// The recorder of the dispatcher in effect (`None`: it holds no
@@ -752,7 +795,8 @@ pub(crate) fn recorder() -> Option<*const recorder::Recorder> {
 /// recently, a hold the sample does not time, nothing else held, and the
 /// lock free at the attempt. Each other case goes on in a function of the
 /// caller's, out of line: before the attempt, `general` (its
-/// [`acquire_observed_in`]), having counted nothing; after it, `contended`
+/// [`acquire_observed_in`]), having counted nothing, or `timed` (its
+/// [`acquire_observed_at`]) for a hold the sample picks; after it, `contended`
 /// ([`acquire_contended_after`]) for a guessed entry that was right and a
 /// lock that was not free, `misguessed` ([`acquire_misguessed`]) for a
 /// guess that was wrong. Every call here is the path's last act: the path
@@ -770,6 +814,7 @@ pub(crate) fn acquire_lean<G>(
     own_line: impl FnOnce() -> bool,
     attempt: impl FnOnce() -> Option<G>,
     general: impl FnOnce() -> (G, Hold),
+    timed: impl FnOnce(Probe) -> (G, Hold),
     contended: impl FnOnce(Probe) -> (G, Hold),
     misguessed: impl FnOnce(Option<G>, Probe) -> (G, Hold),
 ) -> (G, Hold) {
@@ -786,8 +831,11 @@ pub(crate) fn acquire_lean<G>(
     let Some(prepared) = now::prepare_lone(meta.instance(), entry, rec) else {
         return general();
     };
-    if !own_line() || !probe.entry().count_untimed() {
+    if !own_line() {
         return general();
+    }
+    if !probe.entry().count_untimed() {
+        return timed(probe);
     }
     // The guess is checked once the attempt has made the lock's line this
     // thread's, on each way out.
@@ -843,18 +891,21 @@ pub(crate) fn acquire_misguessed<G>(
 /// inlined SpinLock path allocated its registers worse (callgrind, 3
 /// more instructions per observed SpinLock acquisition, 3 % slower).
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 fn acquire_tested<const TEST: bool, G>(
     meta: &Meta,
     site: &'static Location<'static>,
     mode: Mode,
+    found: Option<Probe>,
     recorder: impl FnOnce() -> Option<*const recorder::Recorder>,
     plain: impl FnOnce() -> G,
     attempt: impl FnOnce() -> Option<G>,
     wait: impl FnOnce() -> (G, u64, u64),
 ) -> (G, Hold) {
-    let probe = match !TEST || recorder::observing() {
-        true => Probe::lookup_ahead(recorder, meta, site, mode),
-        false => None,
+    let probe = match (found, !TEST || recorder::observing()) {
+        (Some(probe), _) => Some(probe),
+        (None, true) => Probe::lookup_ahead(recorder, meta, site, mode),
+        (None, false) => None,
     };
     let Some(probe) = probe else {
         return (plain(), Hold::none());
