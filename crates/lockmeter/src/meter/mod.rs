@@ -886,7 +886,9 @@ pub(crate) fn acquire_misguessed<G>(
     }
 }
 
-/// [`acquire`], testing `observing()` first when `TEST`. One body with a
+/// [`acquire`], testing `observing()` first when `TEST`. `found` is the
+/// entry when the caller found it already (`acquire_observed_at`);
+/// otherwise the look-up runs, in the recorder `recorder` finds. One body with a
 /// constant rather than a shared tail after the look-up: split there, the
 /// inlined SpinLock path allocated its registers worse (callgrind, 3
 /// more instructions per observed SpinLock acquisition, 3 % slower).
