@@ -39,12 +39,12 @@ thread_local! {
 /// In `thread_ptrs`, with the recorder's first slot: one thread-local.
 #[inline(always)]
 fn slot() -> *const ThreadSlot {
-    crate::thread_ptrs::with(|t| t.now_slot.get())
+    crate::thread_ptrs::now_slot()
 }
 
 /// Sets [`slot`], giving back what it was.
 fn replace_slot(p: *const ThreadSlot) -> *const ThreadSlot {
-    crate::thread_ptrs::with(|t| t.now_slot.replace(p))
+    crate::thread_ptrs::replace_now_slot(p)
 }
 
 struct Owner(Arc<ThreadSlot>);

@@ -219,12 +219,12 @@ thread_local! {
 /// write through the `Vec`), cleared before they are dropped.
 #[inline(always)]
 fn first() -> *const Slot {
-    crate::thread_ptrs::with(|t| t.first_slot.get())
+    crate::thread_ptrs::first_slot()
 }
 
 /// Sets [`first`].
 fn set_first(slot: *const Slot) {
-    crate::thread_ptrs::with(|t| t.first_slot.set(slot));
+    crate::thread_ptrs::set_first_slot(slot);
 }
 
 /// This thread's first slot, if it has one.
