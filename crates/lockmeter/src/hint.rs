@@ -16,62 +16,53 @@
 //! 0.92-0.99 in `work`. Uncontended, the hint and its feature test cost
 //! the observed Mutex about 2 % (0.3 ns).
 
-/// Asks the CPU for the cache line of `word` in a state it can write.
-/// A hint: it changes no memory and no result. x86-64 with PREFETCHW
-/// only; elsewhere, under miri and under loom, nothing.
-#[inline(always)]
-pub(crate) fn own_line<T>(word: &T) {
-    #[cfg(all(target_arch = "x86_64", not(miri), not(lockmeter_loom)))]
-    x86::own_line(word as *const T as *const u8);
-    #[cfg(not(all(target_arch = "x86_64", not(miri), not(lockmeter_loom))))]
-    let _ = word;
+/// Whether this CPU can take [`OwnLine::hint`], asked once: a recorder
+/// keeps one, so that the observed path tests a byte of the recorder it
+/// already holds in a register, where asking the static cost it two loads
+/// of the static's address and value, and a path that must make no call
+/// could not ask (`docs/performance.md`, "Session 25").
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct OwnLine {
+    /// Only true when the CPU was asked and has PREFETCHW.
+    can: bool,
 }
 
-/// [`own_line`] once the CPU has been asked whether it can: false, doing
-/// nothing, before that, so that a path that must make no call can use
-/// it. Then the caller goes a way that calls [`own_line`], which asks: a
-/// caller that never did would be told false for ever.
-#[inline(always)]
-pub(crate) fn own_line_known<T>(word: &T) -> bool {
-    #[cfg(all(target_arch = "x86_64", not(miri), not(lockmeter_loom)))]
-    return x86::own_line_known(word as *const T as *const u8);
-    #[cfg(not(all(target_arch = "x86_64", not(miri), not(lockmeter_loom))))]
-    {
-        let _ = word;
-        true
+impl OwnLine {
+    /// Asks the CPU whether it can.
+    pub(crate) fn ask() -> OwnLine {
+        #[cfg(all(target_arch = "x86_64", not(miri), not(lockmeter_loom)))]
+        return OwnLine {
+            can: x86::has_prefetchw(),
+        };
+        #[cfg(not(all(target_arch = "x86_64", not(miri), not(lockmeter_loom))))]
+        OwnLine { can: false }
+    }
+
+    /// Asks the CPU for the cache line of `word` in a state it can
+    /// write. A hint: it changes no memory and no result. x86-64 with
+    /// PREFETCHW only; elsewhere, under miri and under loom, nothing.
+    #[inline(always)]
+    pub(crate) fn hint<T>(self, word: &T) {
+        #[cfg(all(target_arch = "x86_64", not(miri), not(lockmeter_loom)))]
+        if self.can {
+            // SAFETY: `can` is true only when the CPU has PREFETCHW.
+            unsafe { x86::prefetchw(word as *const T as *const u8) };
+        }
+        #[cfg(not(all(target_arch = "x86_64", not(miri), not(lockmeter_loom))))]
+        let _ = (self.can, word);
     }
 }
 
 #[cfg(all(target_arch = "x86_64", not(miri), not(lockmeter_loom)))]
 mod x86 {
-    use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
-
-    /// Whether the CPU has PREFETCHW: 0 not asked yet, 1 yes, 2 no. Asked
-    /// here, since std's feature detection does not know the feature, and
-    /// an x86-64 CPU without it may fault on the instruction.
-    static PREFETCHW: AtomicU8 = AtomicU8::new(0);
-
-    #[inline(always)]
-    pub(super) fn own_line(word: *const u8) {
-        match PREFETCHW.load(Relaxed) {
-            // SAFETY: the CPU has PREFETCHW.
-            1 => unsafe { prefetchw(word) },
-            0 => ask(),
-            _ => {}
-        }
-    }
-
-    #[inline(always)]
-    pub(super) fn own_line_known(word: *const u8) -> bool {
-        match PREFETCHW.load(Relaxed) {
-            1 => {
-                // SAFETY: the CPU has PREFETCHW.
-                unsafe { prefetchw(word) };
-                true
-            }
-            0 => false,
-            _ => true,
-        }
+    /// Whether the CPU has PREFETCHW: CPUID leaf 0x8000_0001, ECX bit 8
+    /// (PRFCHW, "3dnowprefetch"). Asked here, since std's feature
+    /// detection does not know the feature, and an x86-64 CPU without it
+    /// may fault on the instruction. Once per recorder.
+    pub(super) fn has_prefetchw() -> bool {
+        // Leaf 0x8000_0000 says whether the extended leaf asked next exists.
+        use std::arch::x86_64::__cpuid;
+        __cpuid(0x8000_0000).eax >= 0x8000_0001 && __cpuid(0x8000_0001).ecx & (1 << 8) != 0
     }
 
     /// # Safety
@@ -79,7 +70,7 @@ mod x86 {
     /// fault on it). It only looks up the address's translation and never
     /// faults on it; it writes no register, memory or flag.
     #[inline(always)]
-    unsafe fn prefetchw(word: *const u8) {
+    pub(super) unsafe fn prefetchw(word: *const u8) {
         // SAFETY: see above.
         unsafe {
             std::arch::asm!(
@@ -88,16 +79,5 @@ mod x86 {
                 options(nostack, preserves_flags, readonly)
             );
         }
-    }
-
-    /// CPUID leaf 0x8000_0001, ECX bit 8 (PRFCHW, "3dnowprefetch").
-    #[cold]
-    #[inline(never)]
-    fn ask() {
-        // Leaf 0x8000_0000 says whether the extended leaf asked next exists.
-        use std::arch::x86_64::__cpuid;
-        let has =
-            __cpuid(0x8000_0000).eax >= 0x8000_0001 && __cpuid(0x8000_0001).ecx & (1 << 8) != 0;
-        PREFETCHW.store(if has { 1 } else { 2 }, Relaxed);
     }
 }

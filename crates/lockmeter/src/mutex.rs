@@ -640,7 +640,10 @@ fn lock_lean<R: RawMutex>(
         meta,
         site,
         Mode::Exclusive,
-        || crate::hint::own_line_known(raw),
+        || {
+            // SAFETY: `rec` is the live recorder `lock_observed` was given.
+            unsafe { (*rec).own_line }.hint(raw)
+        },
         || raw.try_lock(),
         || lock_observed_in(rec, meta, raw, site),
         |probe| lock_timed(probe, meta, raw, site),
@@ -657,6 +660,8 @@ fn lock_observed_in<R: RawMutex>(
     raw: &R,
     site: &'static Location<'static>,
 ) -> (R::Guard, Hold) {
+    // SAFETY: `rec` is the live recorder `lock_observed` was given.
+    let own_line = unsafe { (*rec).own_line };
     meter::acquire_observed_in(
         rec,
         meta,
@@ -664,7 +669,7 @@ fn lock_observed_in<R: RawMutex>(
         Mode::Exclusive,
         || raw.lock(),
         || {
-            crate::hint::own_line(raw);
+            own_line.hint(raw);
             raw.try_lock()
         },
         || (raw.lock(), 0, 0),
@@ -679,6 +684,7 @@ fn lock_timed<R: RawMutex>(
     raw: &R,
     site: &'static Location<'static>,
 ) -> (R::Guard, Hold) {
+    let own_line = probe.own_line();
     meter::acquire_observed_at(
         probe,
         meta,
@@ -686,7 +692,7 @@ fn lock_timed<R: RawMutex>(
         Mode::Exclusive,
         || raw.lock(),
         || {
-            crate::hint::own_line(raw);
+            own_line.hint(raw);
             raw.try_lock()
         },
         || (raw.lock(), 0, 0),

@@ -114,7 +114,7 @@ impl<R: RawMutex, G: GetThreadId> Core<R, G> {
             &self.meta,
             site,
             Mode::Exclusive,
-            || true,
+            || {},
             || self.enter(self.me(), || self.raw.try_lock()),
             || ((), self.lock_observed_in(rec, site)),
             |probe| self.lock_timed(probe, site),

@@ -418,6 +418,13 @@ impl Probe {
         unsafe { &*self.recorder }
     }
 
+    /// Whether this CPU takes the hint for the lock's line: the
+    /// recorder's (`hint::OwnLine`).
+    #[inline]
+    pub(crate) fn own_line(&self) -> crate::hint::OwnLine {
+        self.recorder().own_line
+    }
+
     /// Counts an uncontended acquisition about to be attempted and, if it
     /// is one of the sampled ones, reads the clock: `Some(start)` when its
     /// hold is to be timed. Read before the attempt, the clock stays out of
@@ -811,7 +818,7 @@ pub(crate) fn acquire_lean<G>(
     meta: &Meta,
     site: &'static Location<'static>,
     mode: Mode,
-    own_line: impl FnOnce() -> bool,
+    own_line: impl FnOnce(),
     attempt: impl FnOnce() -> Option<G>,
     general: impl FnOnce() -> (G, Hold),
     timed: impl FnOnce(Probe) -> (G, Hold),
@@ -831,9 +838,7 @@ pub(crate) fn acquire_lean<G>(
     let Some(prepared) = now::prepare_lone(meta.instance(), entry, rec) else {
         return general();
     };
-    if !own_line() {
-        return general();
-    }
+    own_line();
     if !probe.entry().count_untimed() {
         return timed(probe);
     }

@@ -186,6 +186,9 @@ pub(crate) struct Recorder {
     baseline: Mutex<Option<Snapshot>>,
     /// Self-accounting and the overhead budget (`probe`).
     pub(crate) probe: probe::ProbeState,
+    /// Whether this CPU takes the observed Mutex's hint for the lock's
+    /// line (`hint::OwnLine`), asked when the recorder is made.
+    pub(crate) own_line: crate::hint::OwnLine,
 }
 
 #[derive(Default)]
@@ -204,6 +207,7 @@ impl Recorder {
         // process are out of reach, so a serial never repeats in practice.
         static SERIALS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(1);
         Recorder {
+            own_line: crate::hint::OwnLine::ask(),
             serial: SERIALS.fetch_add(1, Relaxed),
             start: settings.clock.now(),
             clock: settings.clock,
