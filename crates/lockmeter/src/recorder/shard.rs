@@ -197,6 +197,10 @@ impl Index {
 /// This thread's view of one recorder.
 pub(crate) struct Slot {
     recorder: Arc<Recorder>,
+    /// `Arc::as_ptr(&recorder)`, kept so that the observed path compares
+    /// it with one load (the `Arc`'s pointer is its count's, 16 bytes
+    /// before the recorder: a load and an add).
+    recorder_at: *const Recorder,
     shard: Arc<Shard>,
     index: Index,
 }
@@ -253,7 +257,7 @@ pub(crate) fn entry(
     // The common case, kept small enough to inline: this thread's first
     // recorder, and a site it used recently.
     if let Some(slot) = first_slot() {
-        if Arc::as_ptr(&slot.recorder) == recorder {
+        if slot.recorder_at == recorder {
             if let Some(e) = slot.index.last_hit(&raw) {
                 return Some(e);
             }
@@ -284,7 +288,7 @@ pub(crate) fn guess_entry(
     mode_bits: usize,
 ) -> Option<*const Entry> {
     let slot = first_slot()?;
-    if Arc::as_ptr(&slot.recorder) != recorder {
+    if slot.recorder_at != recorder {
         return None;
     }
     slot.index.only_at(site, mode_bits)
@@ -297,10 +301,7 @@ fn find_entry(
     raw: [usize; 3],
     key: &SiteKey,
 ) -> Option<*const Entry> {
-    let i = match slots
-        .iter()
-        .position(|s| Arc::as_ptr(&s.recorder) == recorder)
-    {
+    let i = match slots.iter().position(|s| s.recorder_at == recorder) {
         Some(i) => i,
         None => {
             new_slot(slots)?;
@@ -332,6 +333,7 @@ fn new_slot(slots: &mut Vec<Slot>) -> Option<&mut Slot> {
     let shard = Arc::new(Shard::default());
     recorder.adopt(shard.clone());
     slots.push(Slot {
+        recorder_at: Arc::as_ptr(&recorder),
         recorder,
         shard,
         index: Index::new(),
