@@ -71,14 +71,17 @@ pub(crate) use self::wait::{WaitStats, WakeCall};
 /// nearest the lock word.
 #[repr(C)]
 pub(crate) struct Meta {
-    /// The bytes of [`Class::name`], null for an unnamed class.
-    name_ptr: *const u8,
+    /// The class's word in [`Meta::raw_key`]: the bytes of
+    /// [`Class::name`], or for an unnamed class (`name_len` is
+    /// [`UNNAMED`]) its [`Class::created_at`]; one load and no branch on
+    /// the observed path, which compares it with its guessed entry's.
+    class_word: *const u8,
     /// [`Class::created_at`].
     created_at: &'static Location<'static>,
     /// Who waits for the lock now, so that a releasing holder can be
     /// blamed for it (`stacks::blame`); read by every timed release.
     blame: Blame,
-    /// The length of [`Class::name`].
+    /// The length of [`Class::name`], or [`UNNAMED`].
     name_len: u32,
     /// [`Class::role`] and the [`LockKind`] as they enter
     /// [`Meta::raw_key`] (see [`Meta::tag_of`]), so that the hot path
@@ -97,13 +100,17 @@ pub(crate) struct Meta {
     seen: AtomicU32,
 }
 
-// SAFETY: `name_ptr` is the pointer of a `&'static str`, which any thread
-// may read; every other field is `Send + Sync`.
+// SAFETY: `class_word` is the pointer of a `&'static str` or of a
+// `&'static Location`, which any thread may read; every other field is
+// `Send + Sync`.
 unsafe impl Send for Meta {}
 // SAFETY: as above.
 unsafe impl Sync for Meta {}
 
 const _: () = assert!(std::mem::size_of::<Meta>() == 48);
+
+/// [`Meta`]'s `name_len` of an unnamed class.
+const UNNAMED: u32 = u32::MAX;
 
 impl Meta {
     /// The instance's identity in `now`: this field's address.
@@ -114,15 +121,18 @@ impl Meta {
 
     /// The state of a new instance of `class`, a primitive of `kind`.
     pub(crate) const fn new(class: Class, kind: LockKind) -> Meta {
-        let (name_ptr, name_len) = match class.name {
+        let (class_word, name_len) = match class.name {
             Some(n) => {
-                assert!(n.len() <= u32::MAX as usize, "a lock name over 4 GiB");
+                assert!(n.len() < UNNAMED as usize, "a lock name of 4 GiB or more");
                 (n.as_ptr(), n.len() as u32)
             }
-            None => (std::ptr::null(), 0),
+            None => (
+                class.created_at as *const Location<'static> as *const u8,
+                UNNAMED,
+            ),
         };
         Meta {
-            name_ptr,
+            class_word,
             created_at: class.created_at,
             blame: Blame::new(),
             name_len,
@@ -158,14 +168,14 @@ impl Meta {
 
     /// [`Class::name`].
     fn name(&self) -> Option<&'static str> {
-        if self.name_ptr.is_null() {
+        if self.name_len == UNNAMED {
             return None;
         }
-        // SAFETY: `name_ptr` and `name_len` were taken from a `&'static
+        // SAFETY: `class_word` and `name_len` were taken from a `&'static
         // str` in `Meta::new` and never change.
         Some(unsafe {
             std::str::from_utf8_unchecked(std::slice::from_raw_parts(
-                self.name_ptr,
+                self.class_word,
                 self.name_len as usize,
             ))
         })
@@ -188,10 +198,7 @@ impl Meta {
     /// snapshots merge those by id.
     #[inline(always)]
     fn raw_key(&self, site: &'static Location<'static>, mode: Mode) -> [usize; 3] {
-        let class = match self.name_ptr.is_null() {
-            false => self.name_ptr as usize,
-            true => self.created_at as *const Location<'static> as usize,
-        };
+        let class = self.class_word as usize;
         let tag = self.tag as usize | mode.key_bits();
         [class, site as *const Location<'static> as usize, tag]
     }
@@ -1056,7 +1063,7 @@ pub(crate) fn reacquired(
 mod tests {
     use super::*;
 
-    /// `Meta` keeps the class and kind packed (`name_ptr`/`name_len`,
+    /// `Meta` keeps the class and kind packed (`class_word`/`name_len`,
     /// `tag`): every role and kind, named or not, reads back as built.
     #[test]
     fn a_meta_gives_back_the_class_and_kind_it_was_built_with() {
@@ -1071,6 +1078,11 @@ mod tests {
                     assert_eq!(class.role, role);
                     assert_eq!(meta.kind(), kind);
                     assert_eq!(meta.site_key(here, Mode::Exclusive).kind, kind);
+                    let class_word = match name {
+                        Some(n) => n.as_ptr() as usize,
+                        None => here as *const Location<'static> as usize,
+                    };
+                    assert_eq!(meta.raw_key(here, Mode::Exclusive)[0], class_word);
                 }
             }
         }
