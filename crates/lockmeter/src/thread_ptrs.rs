@@ -11,8 +11,8 @@
 //! (`docs/performance.md`, "Session 24").
 //!
 //! On x86-64 Linux with glibc the pointers live in a thread-local this
-//! module defines itself and reads with the initial-exec model
-//! ([`initial_exec`]): no call at register allocation, so the observed
+//! module defines itself and reads with the initial-exec model (the
+//! first `imp` below): no call at register allocation, so the observed
 //! releases save no registers ("Session 25"). Elsewhere, and under miri
 //! and loom, a `thread_local!` holds them.
 
@@ -60,24 +60,21 @@ pub(crate) fn replace_now_slot(slot: *const ThreadSlot) -> *const ThreadSlot {
     imp::with(|t| t.now_slot.replace(slot))
 }
 
-#[cfg(all(
-    target_arch = "x86_64",
-    target_os = "linux",
-    target_env = "gnu",
-    not(miri),
-    not(lockmeter_loom)
-))]
-use initial_exec as imp;
+/// The first item where every condition holds, the second elsewhere:
+/// the condition written once, for both.
+macro_rules! by_target {
+    (where $($cond:meta),+; $yes:item $no:item) => {
+        #[cfg(all($($cond),+))]
+        $yes
+        #[cfg(not(all($($cond),+)))]
+        $no
+    };
+}
 
-#[cfg(not(all(
-    target_arch = "x86_64",
-    target_os = "linux",
-    target_env = "gnu",
-    not(miri),
-    not(lockmeter_loom)
-)))]
-use portable as imp;
-
+// lockmeter's own initial-exec thread-local works on x86-64 Linux with
+// glibc; not under miri, whose interpreter runs no `asm!`, nor loom.
+by_target! {
+where target_arch = "x86_64", target_os = "linux", target_env = "gnu", not(miri), not(lockmeter_loom);
 /// The pointers in a thread-local of this module's own, 16 zeroed bytes in
 /// `.tbss`, found by adding its offset from the thread pointer (the
 /// initial-exec model: one GOT entry, which the linker of an executable
@@ -89,14 +86,7 @@ use portable as imp;
 /// shared object that holds lockmeter and is loaded with `dlopen` takes
 /// its 16 bytes from the static TLS that glibc keeps spare for such
 /// objects (docs/guide.md).
-#[cfg(all(
-    target_arch = "x86_64",
-    target_os = "linux",
-    target_env = "gnu",
-    not(miri),
-    not(lockmeter_loom)
-))]
-mod initial_exec {
+mod imp {
     use super::ThreadPtrs;
 
     /// The symbol's name, versioned so that two versions of lockmeter in
@@ -237,17 +227,7 @@ mod initial_exec {
 }
 
 /// The pointers in a `thread_local!`.
-#[cfg_attr(
-    all(
-        target_arch = "x86_64",
-        target_os = "linux",
-        target_env = "gnu",
-        not(miri),
-        not(lockmeter_loom)
-    ),
-    allow(dead_code)
-)]
-mod portable {
+mod imp {
     use std::cell::Cell;
 
     use super::ThreadPtrs;
@@ -275,4 +255,5 @@ mod portable {
     pub(super) fn now_slot() -> *const super::ThreadSlot {
         with(|t| t.now_slot.get())
     }
+}
 }
