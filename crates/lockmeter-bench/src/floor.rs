@@ -31,12 +31,19 @@
 //!   the floor of that design under the unobserved row's 1.05, and is why
 //!   it is now built on std's own lock (`lockmeter/src/sync/std_raw.rs`).
 //!
+//! - **Unobserved empty Condvar `notify_one`.** parking_lot's, nobody
+//!   waiting (a load and a branch, about one cycle), against the same
+//!   with what any wrapper that can be observed must do first when it is
+//!   not: load its flag and branch on it. In the loop shape of the
+//!   unobserved row it floors.
+//!
 //! `docs/performance.md` ("What misses, and what it would take") reads
 //! these rows.
 
 use std::cell::Cell;
 use std::hint::black_box;
 use std::panic::Location;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
 use crate::bare::BareSpinLock;
 use crate::contended::{lock_pair, Take, WORK_ROUNDS};
@@ -270,6 +277,7 @@ pub fn rows(cfg: &Config) -> Vec<Row> {
     rows.extend(attempt_rows(cfg));
     rows.extend(observed_rows(cfg));
     rows.push(rwlock_read_row(cfg));
+    rows.push(notify_empty_row(cfg));
     rows
 }
 
@@ -356,5 +364,40 @@ fn rwlock_read_row(cfg: &Config) -> Row {
     .note(
         "no profiler: ratio = parking_lot::RwLock read / std::sync::RwLock read; the raw \
          lock under lockmeter::sync::RwLock until session 20 (now std's own)",
+    )
+}
+
+/// The floor under the unobserved empty-`notify_one` row: parking_lot's
+/// Condvar with nobody waiting, against the same behind one never-set
+/// flag's load and branch (what an unobserved lockmeter Condvar must do
+/// before it), in the row's own loop shape (`tight_loops!`).
+fn notify_empty_row(cfg: &Config) -> Row {
+    static OBSERVED: AtomicBool = AtomicBool::new(false);
+    /// Where an observed wrapper would go; never taken here.
+    #[cold]
+    #[inline(never)]
+    fn observed(c: &parking_lot::Condvar) -> bool {
+        c.notify_one()
+    }
+    let (bare, flagged) = (parking_lot::Condvar::new(), parking_lot::Condvar::new());
+    let (b, f) = crate::measure::tight_loops!(
+        (&bare, &flagged),
+        c => black_box(c.notify_one()),
+        c => black_box(match OBSERVED.load(Relaxed) {
+            true => observed(c),
+            false => c.notify_one(),
+        })
+    );
+    Row::new(
+        "floor_condvar_notify_empty_flag",
+        "floor: Condvar notify_one, nobody waiting, + an observed flag's check",
+        Unit::NsPerOp,
+        Goal::Info,
+    )
+    .with_pair(crate::measure::ns_pair(cfg, b, f))
+    .note(
+        "no profiler: ratio = parking_lot Condvar notify_one behind one relaxed load of a \
+         flag and a branch / the bare notify_one; the floor under the unobserved empty \
+         notify row",
     )
 }
