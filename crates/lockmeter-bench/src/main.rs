@@ -30,6 +30,7 @@ mod dropin;
 mod floor;
 mod host;
 mod least;
+mod library;
 mod measure;
 mod memory;
 mod own_con;
@@ -187,6 +188,7 @@ fn main() {
         step("observed", &mut || {
             let mut rows = uncontended::rows(&cfg, Phase::Observed);
             rows.extend(dropin::rows(&cfg, Phase::Observed));
+            rows.extend(library::rows(&cfg));
             rows
         });
         step("placement", &mut || placement::rows(&cfg, Phase::Observed));
