@@ -668,10 +668,7 @@ fn lock_observed_in<R: RawMutex>(
         site,
         Mode::Exclusive,
         || raw.lock(),
-        || {
-            own_line.hint(raw);
-            raw.try_lock()
-        },
+        || attempt(own_line, raw),
         || (raw.lock(), 0, 0),
     )
 }
@@ -691,12 +688,17 @@ fn lock_timed<R: RawMutex>(
         site,
         Mode::Exclusive,
         || raw.lock(),
-        || {
-            own_line.hint(raw);
-            raw.try_lock()
-        },
+        || attempt(own_line, raw),
         || (raw.lock(), 0, 0),
     )
+}
+
+/// The attempt of an observed acquisition's general and timed ways: the
+/// lock's line asked for first (`hint`), then `try_lock`.
+#[inline(always)]
+fn attempt<R: RawMutex>(own_line: crate::hint::OwnLine, raw: &R) -> Option<R::Guard> {
+    own_line.hint(raw);
+    raw.try_lock()
 }
 
 /// [`lock_observed`] when the lock was not free.
