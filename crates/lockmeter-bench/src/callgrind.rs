@@ -42,6 +42,9 @@ pub enum Side {
     /// The bare lock with the least the default features cost
     /// (`least.rs`), a global layer installed: SpinLock and Mutex only.
     Least,
+    /// The least features under a scoped dispatcher holding a layer, a
+    /// global one installed too (`least::part::SCOPED`).
+    LeastScoped,
 }
 
 impl Side {
@@ -52,6 +55,7 @@ impl Side {
             Side::Instrumented(Phase::Observed) => "observed",
             Side::Scoped => "scoped",
             Side::Least => "least",
+            Side::LeastScoped => "least_scoped",
         }
     }
 
@@ -62,6 +66,7 @@ impl Side {
             "observed" => Some(Side::Instrumented(Phase::Observed)),
             "scoped" => Some(Side::Scoped),
             "least" => Some(Side::Least),
+            "least_scoped" => Some(Side::LeastScoped),
             _ => None,
         }
     }
@@ -78,7 +83,9 @@ impl Runner for Child {
         match self.side {
             Side::Bare => warm_then_measure(self.ops, &mut bare),
             Side::Instrumented(_) | Side::Scoped => warm_then_measure(self.ops, &mut inst),
-            Side::Least => unreachable!("the least side runs `least::callgrind_loop`"),
+            Side::Least | Side::LeastScoped => {
+                unreachable!("the least sides run `least::callgrind_loop`")
+            }
         }
         // Nothing is timed in a child; the counts are callgrind's.
         Pair::from_runs(&[], &[])
@@ -113,13 +120,17 @@ pub fn child(spec: &str, ops: u64) -> Result<(), String> {
     let layered = || tracing_subscriber::registry().with(lockmeter::Layer::new());
     if matches!(
         side,
-        Side::Instrumented(Phase::Observed) | Side::Scoped | Side::Least
+        Side::Instrumented(Phase::Observed) | Side::Scoped | Side::Least | Side::LeastScoped
     ) {
         tracing::subscriber::set_global_default(layered())
             .map_err(|e| format!("could not install the layer: {e}"))?;
     }
-    if side == Side::Least {
-        return crate::least::callgrind_loop(what, &mut |run| warm_then_measure(ops, run));
+    let least =
+        |scoped| crate::least::callgrind_loop(what, scoped, &mut |run| warm_then_measure(ops, run));
+    match side {
+        Side::Least => return least(None),
+        Side::LeastScoped => return least(Some(&tracing::Dispatch::new(layered()))),
+        _ => {}
     }
     let run = || (op.child)(&Child { side, ops });
     if side == Side::Scoped {
@@ -231,6 +242,18 @@ pub fn rows(only: &[String], ops: u64) -> Vec<Row> {
             );
             let note = "bare: the least features around the bare lock (least.rs)";
             rows.push(filled(row, &least, &observed, note));
+            let row = Row::new(
+                &format!("callgrind_least_scoped_vs_global_{}", op.what),
+                &format!(
+                    "callgrind least features {}, scoped dispatcher vs global",
+                    op.label
+                ),
+                Unit::InstrPerOp,
+                Goal::Info,
+            );
+            let note = "bare: the least features under the global dispatcher; \
+                        instrumented: under a scoped one, its layer found by a downcast";
+            rows.push(filled(row, &least, &counted(Side::LeastScoped), note));
         }
     }
     if let Ok(dir) = dir {
@@ -298,6 +321,7 @@ mod tests {
             Side::Instrumented(Phase::Observed),
             Side::Scoped,
             Side::Least,
+            Side::LeastScoped,
         ] {
             assert_eq!(Side::parse(side.key()), Some(side));
         }

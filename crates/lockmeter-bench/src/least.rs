@@ -27,9 +27,10 @@ use std::panic::Location;
 use std::sync::atomic::{fence, AtomicU32, AtomicU64, AtomicUsize, Ordering::*};
 
 use crate::bare::BareSpinLock;
-use crate::contended::{lock_pair, Take, WORK_ROUNDS};
+use crate::contended::{lock_pair, Aligned, Take, WORK_ROUNDS};
 use crate::measure::{ns_pair, shape_pair, Config, Shape};
 use crate::report::{Con, Goal, Row, Unit};
+use crate::uncontended::Runner;
 
 /// One in this many holds is timed, as lockmeter's default.
 const SAMPLE_EVERY: u64 = 64;
@@ -195,6 +196,14 @@ pub mod part {
     /// Inlined, the same work costs more in some callers than in others
     /// (`docs/performance.md`, "Session 21").
     pub const OUT_OF_LINE: u8 = 16;
+    /// Under a dispatcher other than the remembered global one, the layer
+    /// found by downcasting that dispatcher inside the same `get_default`:
+    /// the least any layer can do under a scoped dispatcher, which
+    /// `tracing` lends only for the closure's length and by no identity a
+    /// layer could remember it by (its address is the thread's slot, the
+    /// same for every scoped dispatcher). Only the scoped-against-global
+    /// rows ([`super::scoped_vs_global`]).
+    pub const SCOPED: u8 = 32;
 }
 
 /// The bare lock with the least per-instance notes beside it, on its
@@ -268,7 +277,11 @@ impl<L: Raw, const PARTS: u8> Least<L, PARTS> {
         // The cheapest call that still honours a scoped dispatcher: a
         // closure that only returns the address lets tracing's fast path
         // inline; a different address would go to a look-up (never here).
-        if has(part::DISPATCH) && dispatcher_in_effect() != self.global {
+        if has(part::SCOPED) {
+            if !layer_in_effect(self.global) {
+                return (self.raw.wait(), Held::PLAIN);
+            }
+        } else if has(part::DISPATCH) && dispatcher_in_effect() != self.global {
             return (self.raw.wait(), Held::PLAIN);
         }
         // The thread's state by address: `LocalKey::with` around all of
@@ -370,6 +383,14 @@ impl<L: Raw, const PARTS: u8> Take for Least<L, PARTS> {
 /// The address of the dispatcher in effect now.
 fn dispatcher_in_effect() -> usize {
     tracing::dispatcher::get_default(|d| d as *const tracing::Dispatch as usize)
+}
+
+/// Whether the dispatcher in effect holds a lockmeter layer: the
+/// remembered global one by its address, any other by a downcast.
+fn layer_in_effect(global: usize) -> bool {
+    tracing::dispatcher::get_default(|d| {
+        d as *const tracing::Dispatch as usize == global || d.is::<lockmeter::Layer>()
+    })
 }
 
 fn row(key: &str, name: &str, unit: Unit, pair: crate::measure::Pair) -> Row {
@@ -562,29 +583,74 @@ pub fn rows(cfg: &Config) -> Vec<Row> {
     rows
 }
 
+/// The least features with [`part::SCOPED`], under a scoped dispatcher
+/// holding a lockmeter layer against the same loop under the global one,
+/// each side where `runner` runs it (the main rows' `Scoped`): the floor
+/// of what a scoped dispatcher adds, beside the "scoped dispatcher vs
+/// global" goal rows ([`note_floors`] notes it on them).
+pub fn scoped_vs_global(runner: &impl Runner) -> Vec<Row> {
+    let c = quanta::Clock::new();
+    let mutex =
+        Least::<_, { part::ALL | part::SCOPED }>::new(parking_lot::Mutex::new(0u64), c.clone());
+    let spin = Least::<_, { part::ALL | part::SCOPED }>::new(BareSpinLock::new(0u64), c);
+    let (mutex, spin) = (Box::new(Aligned(mutex)), Box::new(Aligned(spin)));
+    let (mutex, spin) = (&mutex.0, &spin.0);
+    let unused = |_: u64| {};
+    let pairs = [
+        (
+            "spinlock",
+            "SpinLock",
+            runner.pair(unused, move |n: u64| {
+                (0..n).for_each(|_| black_box(spin).take())
+            }),
+        ),
+        (
+            "mutex",
+            "Mutex",
+            runner.pair(unused, move |n: u64| {
+                (0..n).for_each(|_| black_box(mutex).take())
+            }),
+        ),
+    ];
+    pairs
+        .into_iter()
+        .map(|(what, name, pair)| {
+            row(
+                &format!("least_{what}_scoped_vs_global"),
+                &format!("least features: {name}, scoped dispatcher vs global"),
+                Unit::NsPerOp,
+                pair,
+            )
+            .note(
+                "no lockmeter code: the least features under a scoped dispatcher holding a \
+                   lockmeter layer (get_default's thread-local path, one downcast) / the same \
+                   loop under the global one",
+            )
+        })
+        .collect()
+}
+
 /// A loop of `n` operations, as `--callgrind` runs it.
 pub type OpsLoop<'a> = &'a mut dyn FnMut(u64);
 
 /// The `least` side of a `--callgrind` child for row `what` (`mutex` or
 /// `spinlock`): the least features around the bare lock, one loop handed
-/// to `measure` (warm-up, then the counted run).
-pub fn callgrind_loop(what: &str, measure: &mut dyn FnMut(OpsLoop<'_>)) -> Result<(), String> {
-    let c = quanta::Clock::new();
-    match what {
-        "mutex" => {
-            let least = Box::new(crate::contended::Aligned(Least::<_>::new(
-                parking_lot::Mutex::new(0u64),
-                c,
-            )));
-            measure(&mut |n| (0..n).for_each(|_| black_box(&least.0).take()));
-        }
-        "spinlock" => {
-            let least = Box::new(crate::contended::Aligned(Least::<_>::new(
-                BareSpinLock::new(0u64),
-                c,
-            )));
-            measure(&mut |n| (0..n).for_each(|_| black_box(&least.0).take()));
-        }
+/// to `measure` (warm-up, then the counted run). With `scoped`, their
+/// [`part::SCOPED`] form, run under that dispatcher as a scoped default
+/// (the lock made before it, under the global one, as in
+/// [`scoped_vs_global`]).
+pub fn callgrind_loop(
+    what: &str,
+    scoped: Option<&tracing::Dispatch>,
+    measure: &mut dyn FnMut(OpsLoop<'_>),
+) -> Result<(), String> {
+    use part::{ALL, SCOPED};
+    let (mutex, spin) = (|| parking_lot::Mutex::new(0u64), || BareSpinLock::new(0u64));
+    match (what, scoped) {
+        ("mutex", None) => least_loop::<_, ALL>(mutex(), None, measure),
+        ("mutex", Some(d)) => least_loop::<_, { ALL | SCOPED }>(mutex(), Some(d), measure),
+        ("spinlock", None) => least_loop::<_, ALL>(spin(), None, measure),
+        ("spinlock", Some(d)) => least_loop::<_, { ALL | SCOPED }>(spin(), Some(d), measure),
         _ => {
             return Err(format!(
                 "no least-features loop for {what:?} (mutex, spinlock)"
@@ -592,6 +658,20 @@ pub fn callgrind_loop(what: &str, measure: &mut dyn FnMut(OpsLoop<'_>)) -> Resul
         }
     }
     Ok(())
+}
+
+/// [`callgrind_loop`] of one lock and part set.
+fn least_loop<L: Raw, const PARTS: u8>(
+    raw: L,
+    scoped: Option<&tracing::Dispatch>,
+    measure: &mut dyn FnMut(OpsLoop<'_>),
+) {
+    let least = Box::new(Aligned(Least::<L, PARTS>::new(raw, quanta::Clock::new())));
+    let mut run = || measure(&mut |n| (0..n).for_each(|_| black_box(&least.0).take()));
+    match scoped {
+        Some(d) => tracing::dispatcher::with_default(d, run),
+        None => run(),
+    }
 }
 
 /// The least-features row of this run that is the floor under the
@@ -626,6 +706,7 @@ fn floor_key(key: &str) -> Option<String> {
 /// ([`part::OUT_OF_LINE`]), the one that cost less in this run: the floor
 /// is the least any design pays.
 pub fn note_floors(rows: &mut [Row]) {
+    note_scoped_floors(rows);
     let floors: Vec<(String, f64, Unit, Option<Con>)> = rows
         .iter()
         .filter(|r| r.key.starts_with("least_"))
@@ -665,6 +746,39 @@ pub fn note_floors(rows: &mut [Row]) {
         row.note = format!(
             "{}{sep}least-features floor in this run: {floor:.2} (`{key}`{con})",
             row.note
+        );
+    }
+}
+
+/// Notes on each "scoped dispatcher vs global" goal row what the least
+/// features add under a scoped dispatcher in this run ([`scoped_vs_global`]),
+/// in ns, and the ratio that addition alone makes over lockmeter's own
+/// global cost (the row's bare column): the least this row can read
+/// without making the global path slower.
+fn note_scoped_floors(rows: &mut [Row]) {
+    let added = |rows: &[Row], what: &str| {
+        let r = rows
+            .iter()
+            .find(|r| r.key == format!("least_{what}_scoped_vs_global"))?;
+        Some(r.instrumented? - r.bare?)
+    };
+    for what in ["spinlock", "mutex"] {
+        let Some(floor_ns) = added(rows, what) else {
+            continue;
+        };
+        let key = format!("observed_scoped_vs_global_{what}");
+        let Some(row) = rows.iter_mut().find(|r| r.key == key) else {
+            continue;
+        };
+        let Some(global) = row.bare.filter(|g| *g > 0.0) else {
+            continue;
+        };
+        let sep = if row.note.is_empty() { "" } else { "; " };
+        row.note = format!(
+            "{}{sep}least-features floor in this run: a scoped dispatcher adds {floor_ns:+.2} ns \
+             (`least_{what}_scoped_vs_global`), {:.2} over this row's global cost",
+            row.note,
+            (global + floor_ns) / global
         );
     }
 }
@@ -807,5 +921,25 @@ mod tests {
         assert!(rows[0]
             .note
             .contains("1.66 (`least_mutex_2t_work`, its CON 4.2%)"));
+    }
+
+    #[test]
+    fn the_scoped_floor_is_noted_as_what_it_adds_over_the_rows_global_cost() {
+        let row = |key: &str, bare, instrumented| {
+            let mut r = Row::new(key, key, Unit::NsPerOp, Goal::RatioAtMost(1.5));
+            (r.bare, r.instrumented) = (bare, instrumented);
+            r
+        };
+        let mut rows = vec![
+            row("observed_scoped_vs_global_mutex", Some(10.0), Some(16.0)),
+            row("least_mutex_scoped_vs_global", Some(6.0), Some(9.5)),
+            // No floor row for it in this run: no note.
+            row("observed_scoped_vs_global_spinlock", Some(8.0), Some(12.0)),
+        ];
+        note_floors(&mut rows);
+        // +3.5 ns over the row's own 10 ns global side: 1.35.
+        assert!(rows[0].note.contains("adds +3.50 ns"), "{}", rows[0].note);
+        assert!(rows[0].note.contains("1.35 over this row's global cost"));
+        assert!(rows[2].note.is_empty());
     }
 }

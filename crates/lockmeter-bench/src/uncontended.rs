@@ -273,6 +273,7 @@ pub fn mode_rows(cfg: &Config) -> Vec<Row> {
         dispatch: &dispatch,
     };
     let vs_global = [spinlock(&runner), mutex(&runner)];
+    let floors = crate::least::scoped_vs_global(&runner);
     for ((what, name), pair) in names.into_iter().zip(vs_global) {
         rows.push(
             Row::new(
@@ -306,6 +307,7 @@ pub fn mode_rows(cfg: &Config) -> Vec<Row> {
             .with_pair(pair),
         );
     }
+    rows.extend(floors);
     rows
 }
 
