@@ -483,6 +483,47 @@ pub fn pin_to(cpu: usize) -> bool {
     }
 }
 
+/// The calling thread pinned to the CPU it is running on, until this is
+/// dropped, when its affinity is put back as it was. For a pair whose two
+/// sides take turns on two threads (`uncontended::Scoped`): the other
+/// thread pins itself to [`PinnedHere::cpu`], so both sides run on the CPU
+/// the host probe reads, and a busy sibling vCPU cannot slow one side
+/// unseen.
+pub struct PinnedHere {
+    cpu: usize,
+    before: libc::cpu_set_t,
+}
+
+impl PinnedHere {
+    /// `None` where the affinity cannot be read or set.
+    pub fn new() -> Option<PinnedHere> {
+        // SAFETY: `before` is a plain bit set sched_getaffinity fills; pid 0
+        // means the calling thread.
+        let before = unsafe {
+            let mut before: libc::cpu_set_t = std::mem::zeroed();
+            let size = std::mem::size_of::<libc::cpu_set_t>();
+            (libc::sched_getaffinity(0, size, &mut before) == 0).then_some(before)?
+        };
+        // SAFETY: no arguments; -1 on failure.
+        let cpu = usize::try_from(unsafe { libc::sched_getcpu() }).ok()?;
+        pin_to(cpu).then_some(PinnedHere { cpu, before })
+    }
+
+    /// The CPU the calling thread is pinned to.
+    pub fn cpu(&self) -> usize {
+        self.cpu
+    }
+}
+
+impl Drop for PinnedHere {
+    fn drop(&mut self) {
+        // SAFETY: as in `pin_to`; `before` is the set read in `new`.
+        unsafe {
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &self.before);
+        }
+    }
+}
+
 /// Lets the calling thread run on every one of `cpus` CPUs again.
 pub fn unpin(cpus: usize) {
     // SAFETY: as in `pin_to`.

@@ -58,7 +58,10 @@ impl Runner for Config {
 /// dispatcher once pays more under the global one ever after (callgrind:
 /// 163 -> 221 instructions per observed SpinLock cycle, a site lookup on
 /// every acquisition), which would charge the global side with the
-/// scoped one's cost.
+/// scoped one's cost. Both on one CPU (`PinnedHere`), the one the host
+/// probe after each repetition reads: on two, a busy sibling vCPU slowed
+/// the scoped side alone, unseen (session 26 read the Mutex row at 2.4
+/// with the probe calm, 1.6 in the same build otherwise).
 pub struct Scoped<'a> {
     pub cfg: &'a Config,
     pub dispatch: &'a tracing::Dispatch,
@@ -69,9 +72,14 @@ impl Runner for Scoped<'_> {
         let mut global = inst.clone();
         let (jobs, batches) = mpsc::channel::<u64>();
         let (times, timed) = mpsc::channel::<f64>();
+        let here = crate::measure::PinnedHere::new();
+        let cpu = here.as_ref().map(crate::measure::PinnedHere::cpu);
         std::thread::scope(|s| {
             let (dispatch, timer) = (self.dispatch, self.cfg.timer);
             s.spawn(move || {
+                if let Some(cpu) = cpu {
+                    crate::measure::pin_to(cpu);
+                }
                 tracing::dispatcher::with_default(dispatch, || {
                     for n in batches {
                         if times.send(ns_per_op(timer, n, &mut inst)).is_err() {
