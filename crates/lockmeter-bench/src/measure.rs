@@ -540,6 +540,39 @@ pub fn unpin(cpus: usize) {
 mod tests {
     use super::*;
 
+    /// The calling thread's CPUs, as a list.
+    fn affinity() -> Vec<usize> {
+        // SAFETY: as in `PinnedHere::new`.
+        let set = unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            assert_eq!(
+                libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set),
+                0
+            );
+            set
+        };
+        // SAFETY: reads a bit of a set sched_getaffinity filled.
+        (0..libc::CPU_SETSIZE as usize)
+            .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+            .collect()
+    }
+
+    #[test]
+    fn pinned_here_runs_on_one_cpu_and_gives_the_affinity_back() {
+        std::thread::spawn(|| {
+            let before = affinity();
+            let Some(here) = PinnedHere::new() else {
+                return; // affinity refused here: nothing to check
+            };
+            assert_eq!(affinity(), vec![here.cpu()]);
+            assert!(before.contains(&here.cpu()));
+            drop(here);
+            assert_eq!(affinity(), before);
+        })
+        .join()
+        .unwrap();
+    }
+
     #[test]
     fn the_median_interval_narrows_with_more_runs() {
         let runs = |n: usize| (1..=n).map(|i| i as f64).collect::<Vec<_>>();
