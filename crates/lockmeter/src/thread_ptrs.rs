@@ -32,6 +32,9 @@ pub(crate) struct ThreadPtrs {
     /// `now`'s slot for this thread: null before registration,
     /// `now::thread::DEAD` after exit (see `now::thread::with_slot`).
     pub(crate) now_slot: Cell<*const ThreadSlot>,
+    /// Not 0 once this thread has found a lockmeter layer in a scoped
+    /// dispatcher (see `recorder::current`).
+    pub(crate) scoped_layer: Cell<usize>,
 }
 
 /// This thread's `recorder::shard` first slot.
@@ -51,6 +54,18 @@ pub(crate) fn set_first_slot(slot: *const Slot) {
 #[inline(always)]
 pub(crate) fn now_slot() -> *const ThreadSlot {
     imp::now_slot()
+}
+
+/// Whether this thread has found a lockmeter layer in a scoped dispatcher.
+#[inline(always)]
+pub(crate) fn found_scoped_layer() -> bool {
+    imp::scoped_layer() != 0
+}
+
+/// Notes that this thread has found a lockmeter layer in a scoped
+/// dispatcher; never cleared.
+pub(crate) fn set_found_scoped_layer() {
+    imp::with(|t| t.scoped_layer.set(1))
 }
 
 /// Sets this thread's [`now_slot`], giving back what it was; exposed as
@@ -75,7 +90,7 @@ macro_rules! by_target {
 // glibc; not under miri, whose interpreter runs no `asm!`, nor loom.
 by_target! {
 where target_arch = "x86_64", target_os = "linux", target_env = "gnu", not(miri), not(lockmeter_loom);
-/// The pointers in a thread-local of this module's own, 16 zeroed bytes in
+/// The pointers in a thread-local of this module's own, 24 zeroed bytes in
 /// `.tbss`, found by adding its offset from the thread pointer (the
 /// initial-exec model: one GOT entry, which the linker of an executable
 /// turns into a constant) to the thread pointer, read from `%fs:0`.
@@ -84,7 +99,7 @@ where target_arch = "x86_64", target_os = "linux", target_env = "gnu", not(miri)
 /// thread-local's model, and the general-dynamic one's call costs the
 /// observed paths their saved registers. The cost of initial-exec: a
 /// shared object that holds lockmeter and is loaded with `dlopen` takes
-/// its 16 bytes from the static TLS that glibc keeps spare for such
+/// its 24 bytes from the static TLS that glibc keeps spare for such
 /// objects (docs/guide.md).
 mod imp {
     use super::ThreadPtrs;
@@ -105,17 +120,17 @@ mod imp {
     }
 
     const _: () =
-        assert!(std::mem::size_of::<ThreadPtrs>() == 16 && std::mem::align_of::<ThreadPtrs>() == 8);
+        assert!(std::mem::size_of::<ThreadPtrs>() == 24 && std::mem::align_of::<ThreadPtrs>() == 8);
 
-    // 16 bytes of `.tbss`, zeroed for every new thread by the C library.
+    // 24 bytes of `.tbss`, zeroed for every new thread by the C library.
     std::arch::global_asm!(
         concat!(".pushsection .tbss.", symbol!(), ",\"awT\",@nobits"),
         ".p2align 3",
         concat!(".globl ", symbol!()),
         concat!(".type ", symbol!(), ", @tls_object"),
-        concat!(".size ", symbol!(), ", 16"),
+        concat!(".size ", symbol!(), ", 24"),
         concat!(symbol!(), ":"),
-        ".zero 16",
+        ".zero 24",
         ".popsection",
     );
 
@@ -141,7 +156,7 @@ mod imp {
 
     #[inline(always)]
     pub(super) fn with<R>(f: impl FnOnce(&ThreadPtrs) -> R) -> R {
-        // SAFETY: the address is this thread's 16 bytes, 8-aligned and
+        // SAFETY: the address is this thread's 24 bytes, 8-aligned and
         // live until the thread's memory is freed, after its thread-local
         // destructors; all zero is a valid `ThreadPtrs`, and its `Cell`s
         // keep it to this thread.
@@ -159,8 +174,8 @@ mod imp {
     #[inline(always)]
     fn load<const OFFSET: usize>() -> usize {
         let word: usize;
-        // SAFETY: as in `address`; the load reads this thread's 16 bytes
-        // at `OFFSET`, 0 or 8, an initialised and aligned word.
+        // SAFETY: as in `address`; the load reads this thread's 24 bytes
+        // at `OFFSET`, 0, 8 or 16, an initialised and aligned word.
         unsafe {
             std::arch::asm!(
                 concat!("mov {off}, qword ptr [rip + ", symbol!(), "@GOTTPOFF]"),
@@ -182,6 +197,11 @@ mod imp {
     #[inline(always)]
     pub(super) fn now_slot() -> *const super::ThreadSlot {
         std::ptr::with_exposed_provenance(load::<{ std::mem::offset_of!(ThreadPtrs, now_slot) }>())
+    }
+
+    #[inline(always)]
+    pub(super) fn scoped_layer() -> usize {
+        load::<{ std::mem::offset_of!(ThreadPtrs, scoped_layer) }>()
     }
 
     #[cfg(test)]
@@ -237,6 +257,7 @@ mod imp {
             ThreadPtrs {
                 first_slot: Cell::new(std::ptr::null()),
                 now_slot: Cell::new(std::ptr::null()),
+                scoped_layer: Cell::new(0),
             }
         };
     }
@@ -254,6 +275,11 @@ mod imp {
     #[inline(always)]
     pub(super) fn now_slot() -> *const super::ThreadSlot {
         with(|t| t.now_slot.get())
+    }
+
+    #[inline(always)]
+    pub(super) fn scoped_layer() -> usize {
+        with(|t| t.scoped_layer.get())
     }
 }
 }

@@ -78,4 +78,42 @@ fn every_thread_records_into_the_global_layer_and_scopes_stay_apart() {
     let scoped_snap = scoped.snapshot();
     assert_eq!(lock(&scoped_snap, "global.spin").total.acquisitions, 100);
     assert!(scoped_snap.lock("global.mutex").is_none());
+
+    // One thread going from a scoped layer to the global one, to a second
+    // scoped layer, to a scoped subscriber without lockmeter and back:
+    // once it has found a layer in a scoped dispatcher it asks tracing
+    // once per acquisition (`recorder::current`), and every acquisition
+    // still lands in the layer in effect.
+    let first = lockmeter::Layer::new();
+    let (first_handle, first) = (
+        first.handle(),
+        tracing::Dispatch::new(tracing_subscriber::registry().with(first)),
+    );
+    let second = lockmeter::Layer::new();
+    let (second_handle, second) = (
+        second.handle(),
+        tracing::Dispatch::new(tracing_subscriber::registry().with(second)),
+    );
+    let plain = tracing::Dispatch::new(tracing_subscriber::registry());
+    let switching = Arc::new(Mutex::named("global.switching", 0u64));
+    let s = switching.clone();
+    std::thread::spawn(move || {
+        let take = |n: u64| (0..n).for_each(|_| *s.lock() += 1);
+        tracing::dispatcher::with_default(&first, || take(3));
+        take(5);
+        tracing::dispatcher::with_default(&second, || take(7));
+        tracing::dispatcher::with_default(&plain, || take(11));
+        tracing::dispatcher::with_default(&first, || take(13));
+        take(17);
+    })
+    .join()
+    .unwrap();
+    let count = |snap: &lockmeter_model::Snapshot| {
+        snap.lock("global.switching")
+            .map_or(0, |l| l.total.acquisitions)
+    };
+    assert_eq!(count(&first_handle.snapshot()), 3 + 13);
+    assert_eq!(count(&second_handle.snapshot()), 7);
+    assert_eq!(count(&global.snapshot()), 5 + 17);
+    assert_eq!(*switching.lock(), 3 + 5 + 7 + 11 + 13 + 17);
 }

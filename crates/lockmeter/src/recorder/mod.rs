@@ -22,6 +22,7 @@ use tracing::Dispatch;
 use self::build::Book;
 use self::entry::Entry;
 use self::shard::Shard;
+use crate::thread_ptrs::{found_scoped_layer, set_found_scoped_layer};
 use crate::Layer;
 
 /// How many layers exist. While zero, instrumented locks skip recording
@@ -52,10 +53,30 @@ pub(crate) fn observing() -> bool {
 /// nothing on this thread can change its dispatcher in between.
 #[inline]
 pub(crate) fn current() -> Option<*const Recorder> {
+    if crate::thread_ptrs::found_scoped_layer() {
+        return current_once();
+    }
     match current_global() {
         Some(rec) => Some(rec),
         None => current_elsewhere(),
     }
+}
+
+/// [`current`] on a thread that has found a layer in a scoped dispatcher:
+/// one `get_default`, the remembered global dispatcher compared and any
+/// other looked up inside its closure. Such a closure makes tracing's
+/// function a call rather than inline, which costs the global path 5-10 %
+/// (`docs/performance.md`, "Session 26"), so only threads that use scoped
+/// dispatchers take it; for them it saves the second `get_default`.
+#[inline(never)]
+fn current_once() -> Option<*const Recorder> {
+    tracing::dispatcher::get_default(|d| {
+        if std::ptr::eq(d, GLOBAL.dispatch.load(Acquire)) {
+            Some(GLOBAL.recorder.load(Relaxed).cast_const())
+        } else {
+            find_layer(d)
+        }
+    })
 }
 
 /// [`current`] when the dispatcher in effect is the remembered global
@@ -109,9 +130,12 @@ fn find_layer(d: &Dispatch) -> Option<*const Recorder> {
             GLOBAL
                 .dispatch
                 .store((d as *const Dispatch).cast_mut(), Release);
-        } else {
-            LAST_SCOPED.with(|c| c.set(addr));
+            return Some(recorder);
         }
+        LAST_SCOPED.with(|c| c.set(addr));
+    }
+    if !std::ptr::eq(d, GLOBAL.dispatch.load(Relaxed)) && !found_scoped_layer() {
+        set_found_scoped_layer();
     }
     Some(recorder)
 }
@@ -365,5 +389,45 @@ mod tests {
         assert!(is_global(&Dispatch::none()));
         let scoped = Dispatch::new(tracing_subscriber::registry());
         assert!(!is_global(&scoped));
+    }
+
+    /// A thread takes the one-`get_default` way only once it has found a
+    /// lockmeter layer in a scoped dispatcher; one without lockmeter does
+    /// not set it, and either way the recorder found is the one in effect.
+    #[test]
+    fn only_a_layer_found_in_a_scoped_dispatcher_marks_the_thread() {
+        use tracing_subscriber::prelude::*;
+        std::thread::spawn(|| {
+            use crate::thread_ptrs::found_scoped_layer;
+            let plain = Dispatch::new(tracing_subscriber::registry());
+            tracing::dispatcher::with_default(&plain, || {
+                assert_eq!(super::current(), None);
+            });
+            assert!(!found_scoped_layer(), "no layer there");
+            let layer = crate::Layer::new();
+            let handle = layer.handle();
+            let with_layer = Dispatch::new(tracing_subscriber::registry().with(layer));
+            tracing::dispatcher::with_default(&with_layer, || {
+                let found = super::current().expect("the scoped layer's recorder");
+                assert!(found_scoped_layer());
+                // The same answer the one-`get_default` way gives.
+                assert_eq!(super::current(), Some(found));
+                let lock = crate::Mutex::named("recorder.tests.marked", 0u64);
+                *lock.lock() += 1;
+            });
+            let snap = handle.snapshot();
+            assert_eq!(
+                snap.lock("recorder.tests.marked")
+                    .unwrap()
+                    .total
+                    .acquisitions,
+                1
+            );
+            tracing::dispatcher::with_default(&plain, || {
+                assert_eq!(super::current(), None, "still none where there is none");
+            });
+        })
+        .join()
+        .unwrap();
     }
 }
