@@ -1,5 +1,5 @@
-//! The thread-local pointers that every observed acquisition reads, in
-//! one thread-local.
+//! The thread-local words that every observed acquisition reads, in one
+//! thread-local: two pointers and a flag.
 //!
 //! In a library crate, rustc compiles a thread-local's access for the
 //! general-dynamic TLS model: a call to `__tls_get_addr`, which the
@@ -23,7 +23,8 @@ use crate::recorder::shard::Slot;
 
 /// See the module's documentation. Both `const` and without a destructor,
 /// so that reading one is one load from the thread-local's address; all
-/// zero is both pointers null, the state of a new thread.
+/// zero (both pointers null, no scoped layer found) is the state of a new
+/// thread.
 #[repr(C)]
 pub(crate) struct ThreadPtrs {
     /// `recorder::shard`'s first slot, null while there is none (see

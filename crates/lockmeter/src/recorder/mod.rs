@@ -50,10 +50,12 @@ pub(crate) fn observing() -> bool {
 /// compared and looked up was a call on every observed acquisition
 /// (`docs/performance.md`, "Session 21"). Anything but the remembered
 /// global dispatcher asks `get_default` again ([`current_elsewhere`]):
-/// nothing on this thread can change its dispatcher in between.
+/// nothing on this thread can change its dispatcher in between. A thread
+/// that has once found a layer that way under a scoped dispatcher asks
+/// once instead ([`current_once`]).
 #[inline]
 pub(crate) fn current() -> Option<*const Recorder> {
-    if crate::thread_ptrs::found_scoped_layer() {
+    if found_scoped_layer() {
         return current_once();
     }
     match current_global() {
