@@ -276,7 +276,8 @@ impl<L: Raw, const PARTS: u8> Least<L, PARTS> {
         let has = |p: u8| PARTS & p != 0;
         // The cheapest call that still honours a scoped dispatcher: a
         // closure that only returns the address lets tracing's fast path
-        // inline; a different address would go to a look-up (never here).
+        // inline; a different address takes the plain path, except with
+        // `SCOPED`, whose closure downcasts any other dispatcher.
         if has(part::SCOPED) {
             if !layer_in_effect(self.global) {
                 return (self.raw.wait(), Held::PLAIN);
