@@ -70,13 +70,20 @@ pub(crate) fn current() -> Option<*const Recorder> {
 /// function a call rather than inline, which costs the global path 5-10 %
 /// (`docs/performance.md`, "Session 26"), so only threads that use scoped
 /// dispatchers take it; for them it saves the second `get_default`.
+///
+/// Once the global dispatcher is remembered, any other is only downcast:
+/// what else [`find_layer`] does (remembering the global one, marking the
+/// thread) has been done by then.
 #[inline(never)]
 fn current_once() -> Option<*const Recorder> {
     tracing::dispatcher::get_default(|d| {
-        if std::ptr::eq(d, GLOBAL.dispatch.load(Acquire)) {
+        let global = GLOBAL.dispatch.load(Acquire);
+        if std::ptr::eq(d, global) {
             Some(GLOBAL.recorder.load(Relaxed).cast_const())
-        } else {
+        } else if global.is_null() {
             find_layer(d)
+        } else {
+            d.downcast_ref::<Layer>().map(|l| Arc::as_ptr(l.recorder()))
         }
     })
 }
