@@ -83,7 +83,7 @@ fn current_once() -> Option<*const Recorder> {
         } else if global.is_null() {
             find_layer(d)
         } else {
-            d.downcast_ref::<Layer>().map(|l| Arc::as_ptr(l.recorder()))
+            layer_recorder(d)
         }
     })
 }
@@ -129,9 +129,16 @@ thread_local! {
     static LAST_SCOPED: Cell<usize> = const { Cell::new(0) };
 }
 
+/// The recorder of the lockmeter layer in `d`, if it holds one: a
+/// downcast through its subscriber stack.
+#[inline(always)]
+fn layer_recorder(d: &Dispatch) -> Option<*const Recorder> {
+    d.downcast_ref::<Layer>().map(|l| Arc::as_ptr(l.recorder()))
+}
+
 #[cold]
 fn find_layer(d: &Dispatch) -> Option<*const Recorder> {
-    let recorder = Arc::as_ptr(d.downcast_ref::<Layer>()?.recorder());
+    let recorder = layer_recorder(d)?;
     let addr = d as *const Dispatch as usize;
     if LAST_SCOPED.with(Cell::get) != addr && GLOBAL.dispatch.load(Relaxed).is_null() {
         if is_global(d) {
