@@ -10,6 +10,7 @@ use std::sync::mpsc;
 
 use crate::bare::{BareSemaphore, BareSpinLock};
 use crate::callgrind::Child;
+use crate::contended::hot_or_cold;
 use crate::measure::{calibrate, interleave, ns_pair, ns_per_op, Config, Pair};
 use crate::report::{Goal, Row, Unit};
 
@@ -151,6 +152,13 @@ pub const OPS: &[Op] = &[
         "parking_lot::Mutex",
         Goal::RatioAtMost(1.20),
         mutex
+    ),
+    op!(
+        "mutex_many_sites",
+        "Mutex, many sites",
+        "parking_lot::Mutex; one acquisition in 16 at the next of 50 other sites (the contended `many sites` mix on one thread)",
+        Goal::Info,
+        mutex_many_sites
     ),
     op!(
         "sync_mutex",
@@ -340,6 +348,19 @@ fn mutex<R: Runner>(r: &R) -> Pair {
     let bare = parking_lot::Mutex::new(0u64);
     let inst = lockmeter::Mutex::named("bench.mutex", 0u64);
     same_op!(r, bare, inst, l => *l.lock() += 1)
+}
+
+/// The Mutex taken as the contended `many sites` rows take it, on one
+/// thread: what a thread's site look-up costs when it has more sites to
+/// find than its hot one (`recorder::shard`'s recent-site cache).
+fn mutex_many_sites<R: Runner>(r: &R) -> Pair {
+    let bare = parking_lot::Mutex::new(0u64);
+    let inst = lockmeter::Mutex::named("bench.mutex_many_sites", 0u64);
+    let (bare, inst) = (black_box(&bare), black_box(&inst));
+    r.pair(
+        move |n| (0..n).for_each(|i| hot_or_cold(bare, 0, i)),
+        move |n| (0..n).for_each(|i| hot_or_cold(inst, 0, i)),
+    )
 }
 
 /// `lockmeter::sync::Mutex` against std's, `.lock().unwrap()` both: the
