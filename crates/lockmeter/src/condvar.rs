@@ -160,11 +160,8 @@ impl<C: RawCondvar> MeteredCondvar<C> {
     /// Releases the mutex, sleeps until notified, and locks it again.
     #[track_caller]
     pub fn wait<T: ?Sized>(&self, mutex_guard: &mut MeteredMutexGuard<'_, C::RawMutex, T>) {
-        let site = Location::caller();
-        let mut stats = WaitStats::start(&self.meta, site);
         let wait = |raw: &_, state: &mut _| self.raw_wait(raw, state);
-        let woken = self.sleep_once(mutex_guard, site, &mut stats, wait);
-        stats.finish(woken);
+        self.wait_once_with(mutex_guard, Location::caller(), wait);
     }
 
     /// Waits while `condition` returns true: returns with it false and the
@@ -190,9 +187,30 @@ impl<C: RawCondvar> MeteredCondvar<C> {
         false
     }
 
+    /// The raw condvar, for a caller that waits through
+    /// [`wait_once_with`](Self::wait_once_with) and
+    /// [`wait_while_with`](Self::wait_while_with) (`sync::Condvar`).
+    pub(crate) fn raw(&self) -> &C {
+        &self.raw
+    }
+
+    /// One wait at `site` through the raw wait `wait` (which returns
+    /// whether it timed out), recorded as [`wait`](Self::wait)'s.
+    pub(crate) fn wait_once_with<T: ?Sized>(
+        &self,
+        guard: &mut MeteredMutexGuard<'_, C::RawMutex, T>,
+        site: &'static Location<'static>,
+        wait: impl FnOnce(&C::RawMutex, &mut <C::RawMutex as RawMutex>::Guard) -> bool,
+    ) -> WaitTimeoutResult {
+        let mut stats = WaitStats::start(&self.meta, site);
+        let woken = self.sleep_once(guard, site, &mut stats, wait);
+        stats.finish(woken);
+        WaitTimeoutResult(!woken)
+    }
+
     /// `wait_while*`'s loop over one raw wait, `wait` (which returns
     /// whether it timed out).
-    fn wait_while_with<T: ?Sized>(
+    pub(crate) fn wait_while_with<T: ?Sized>(
         &self,
         guard: &mut MeteredMutexGuard<'_, C::RawMutex, T>,
         mut condition: impl FnMut(&mut T) -> bool,
@@ -346,12 +364,9 @@ where
         deadline: Option<Instant>,
         site: &'static Location<'static>,
     ) -> WaitTimeoutResult {
-        let mut stats = WaitStats::start(&self.meta, site);
-        let woken = self.sleep_once(guard, site, &mut stats, |raw, state| {
+        self.wait_once_with(guard, site, |raw, state| {
             self.raw_wait_until(raw, state, deadline)
-        });
-        stats.finish(woken);
-        WaitTimeoutResult(!woken)
+        })
     }
 
     fn wait_while_until_at<T: ?Sized>(
@@ -382,7 +397,7 @@ where
 }
 
 /// `now + timeout`, or `None` (wait for ever) when that overflows.
-fn to_deadline(timeout: Duration) -> Option<Instant> {
+pub(crate) fn to_deadline(timeout: Duration) -> Option<Instant> {
     Instant::now().checked_add(timeout)
 }
 

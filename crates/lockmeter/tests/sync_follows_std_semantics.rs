@@ -354,6 +354,7 @@ fn a_wait_returns_err_when_the_mutex_was_poisoned_meanwhile() {
 #[test]
 fn condvar_waits_and_the_mutex_reacquisitions_are_counted() {
     const WAITS: u64 = 5;
+    let (wait_line, notify_line) = (line!() + 6, line!() + 11);
     let (handle, ()) = observe(|| {
         let m = Mutex::named("sync.cv.mutex", ());
         let c = Condvar::named("sync.cv");
@@ -372,6 +373,30 @@ fn condvar_waits_and_the_mutex_reacquisitions_are_counted() {
     assert_eq!(cv.empty_wake_calls, 1, "the notify found nobody");
     // The first lock, then one reacquisition per wait.
     assert_eq!(lock(&snap, "sync.cv.mutex").total.acquisitions, 1 + WAITS);
+    // Each at the caller's line: the waits and notify in the condvar's
+    // rows, the reacquisitions in the mutex's, at the wait's line.
+    let at = |line: u32| format!("sync_follows_std_semantics.rs:{line}:");
+    let sites = |id: &str| -> Vec<(String, u64)> {
+        let l = lock(&snap, id);
+        l.sites
+            .iter()
+            .map(|s| (s.site.clone(), s.stats.acquisitions))
+            .collect()
+    };
+    let cv_sites = sites("sync.cv");
+    assert_eq!(cv_sites.len(), 2, "{cv_sites:?}");
+    for line in [wait_line, notify_line] {
+        assert!(
+            cv_sites.iter().any(|(s, _)| s.contains(&at(line))),
+            "{line}: {cv_sites:?}"
+        );
+    }
+    let reacquired = sites("sync.cv.mutex")
+        .into_iter()
+        .filter(|(s, _)| s.contains(&at(wait_line)))
+        .map(|(_, n)| n)
+        .sum::<u64>();
+    assert_eq!(reacquired, WAITS);
 }
 
 #[test]
@@ -444,4 +469,78 @@ fn rwlock_over_std_counts_every_read_and_write() {
     // Every loop iteration, and the final read.
     assert_eq!(s.acquisitions, THREADS * ITERS + 1);
     assert_eq!(s.nowait + s.contended, s.acquisitions);
+}
+
+/// std's producer/consumer shape on `sync::Condvar`, with real threads: no
+/// wake-up is lost (every item is taken and every consumer returns), and
+/// the condvar's row counts as many wake-ups as the waiters woke (its
+/// waits never return spuriously) and every notify.
+#[test]
+fn a_busy_sync_condvar_loses_no_wakeup_and_counts_exactly() {
+    const CONSUMERS: usize = 4;
+    const PRODUCERS: usize = 2;
+    const ITEMS: u64 = 2_000;
+    let (handle, (taken, woke)) = observe(|| {
+        let q = Arc::new((
+            Mutex::named("sync.busy.m", (0u64, false)),
+            Condvar::named("sync.busy"),
+        ));
+        let consumers: Vec<_> = (0..CONSUMERS)
+            .map(|_| {
+                let q = Arc::clone(&q);
+                spawn_observed(move || {
+                    let (m, cv) = &*q;
+                    let (mut taken, mut woke) = (0u64, 0u64);
+                    let mut g = m.lock().unwrap();
+                    loop {
+                        while g.0 == 0 && !g.1 {
+                            g = cv.wait(g).unwrap();
+                            woke += 1;
+                        }
+                        if g.0 == 0 {
+                            return (taken, woke);
+                        }
+                        g.0 -= 1;
+                        taken += 1;
+                    }
+                })
+            })
+            .collect();
+        let producers: Vec<_> = (0..PRODUCERS)
+            .map(|_| {
+                let q = Arc::clone(&q);
+                spawn_observed(move || {
+                    let (m, cv) = &*q;
+                    for _ in 0..ITEMS {
+                        m.lock().unwrap().0 += 1;
+                        cv.notify_one();
+                    }
+                })
+            })
+            .collect();
+        producers.into_iter().for_each(|p| p.join().unwrap());
+        q.0.lock().unwrap().1 = true;
+        q.1.notify_all();
+        consumers
+            .into_iter()
+            .map(|c| c.join().unwrap())
+            .fold((0, 0), |(t, w), (t2, w2)| (t + t2, w + w2))
+    });
+    assert_eq!(taken, PRODUCERS as u64 * ITEMS, "every item taken once");
+    let snap = handle.snapshot();
+    let cv = &lock(&snap, "sync.busy").total;
+    assert_eq!(cv.wake_calls, PRODUCERS as u64 * ITEMS + 1);
+    assert_eq!(cv.wakeups, woke, "a wake-up per return from a wait");
+    assert_eq!(cv.sleeps, woke, "one sleep per wake-up");
+    assert_eq!(cv.rejected, 0, "no wait timed out");
+    // Each notify_one picked one waiter or none; the closing notify_all
+    // picked up to every consumer, or none.
+    let (picked_or_not, all_extra) = (cv.wakeups + cv.empty_wake_calls, CONSUMERS as u64 - 1);
+    assert!(
+        (cv.wake_calls..=cv.wake_calls + all_extra).contains(&picked_or_not),
+        "{cv:?}"
+    );
+    let m = &lock(&snap, "sync.busy.m").total;
+    let locks = CONSUMERS as u64 + PRODUCERS as u64 * ITEMS + 1;
+    assert_eq!(m.acquisitions, locks + woke, "every lock and reacquisition");
 }

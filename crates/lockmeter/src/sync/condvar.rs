@@ -1,13 +1,23 @@
 //! `std::sync::Condvar`'s API over lockmeter's metered [`crate::Condvar`].
+//!
+//! Each method hands the metered condvar its own caller's location: the
+//! waits run inside a closure (the guard's parts are lent out for the
+//! wait, see `MutexGuard::with_inner`), where `#[track_caller]` does not
+//! reach, and a wait was once recorded at this file's line.
 
 use std::fmt;
-use std::panic::{RefUnwindSafe, UnwindSafe};
+use std::panic::{Location, RefUnwindSafe, UnwindSafe};
 use std::sync::{LockResult, OnceLock, PoisonError, WaitTimeoutResult};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::mutex::MutexGuard;
 use super::poison::Poison;
+use crate::condvar::to_deadline;
 use crate::primitive::loom_const_fn;
+
+/// The raw mutex under [`super::Mutex`], and its acquisition's state.
+type RawMutex = parking_lot::RawMutex;
+type RawState = <RawMutex as lock_api::RawMutex>::Guard;
 
 /// A drop-in for [`std::sync::Condvar`], for [`super::Mutex`]'s guards:
 /// waits, notifies, wake-ups, spurious wake-ups and timeouts are recorded
@@ -63,7 +73,8 @@ impl Condvar {
     /// was poisoned meanwhile.
     #[track_caller]
     pub fn wait<'a, T>(&self, mut guard: MutexGuard<'a, T>) -> LockResult<MutexGuard<'a, T>> {
-        guard.with_inner(|g| self.inner.wait(g));
+        let (site, wait) = (Location::caller(), self.raw_wait(None));
+        guard.with_inner(|g| self.inner.wait_once_with(g, site, wait));
         poisoned(guard)
     }
 
@@ -80,14 +91,14 @@ impl Condvar {
         F: FnMut(&mut T) -> bool,
     {
         let poison = guard.poison();
+        let (site, wait) = (Location::caller(), self.raw_wait(None));
         let mut woken = false;
-        guard.with_inner(|g| {
-            self.inner.wait_while(g, |t| {
-                let again = !(woken && poison.get()) && condition(t);
-                woken = true;
-                again
-            })
-        });
+        let condition = |t: &mut T| {
+            let again = !(woken && poison.get()) && condition(t);
+            woken = true;
+            again
+        };
+        guard.with_inner(|g| self.inner.wait_while_with(g, condition, site, wait));
         poisoned(guard)
     }
 
@@ -98,7 +109,8 @@ impl Condvar {
         mut guard: MutexGuard<'a, T>,
         dur: Duration,
     ) -> LockResult<(MutexGuard<'a, T>, WaitTimeoutResult)> {
-        let r = guard.with_inner(|g| self.inner.wait_for(g, dur));
+        let (site, wait) = (Location::caller(), self.raw_wait(to_deadline(dur)));
+        let r = guard.with_inner(|g| self.inner.wait_once_with(g, site, wait));
         let result = wait_timeout_result(r.timed_out());
         super::poison::map_result(poisoned(guard), |g| (g, result))
     }
@@ -129,24 +141,43 @@ impl Condvar {
         F: FnMut(&mut T) -> bool,
     {
         let poison = guard.poison();
+        let (site, wait) = (Location::caller(), self.raw_wait(to_deadline(dur)));
         let mut woken = false;
         let mut stopped_by_poison = false;
-        let r = guard.with_inner(|g| {
-            self.inner.wait_while_for(
-                g,
-                |t| {
-                    if woken && poison.get() {
-                        stopped_by_poison = true;
-                        return false;
-                    }
-                    woken = true;
-                    condition(t)
-                },
-                dur,
-            )
-        });
+        let condition = |t: &mut T| {
+            if woken && poison.get() {
+                stopped_by_poison = true;
+                return false;
+            }
+            woken = true;
+            condition(t)
+        };
+        let r = guard.with_inner(|g| self.inner.wait_while_with(g, condition, site, wait));
         let result = wait_timeout_result(r.timed_out() && !stopped_by_poison);
         super::poison::map_result(poisoned(guard), |g| (g, result))
+    }
+
+    /// The raw wait, until `deadline` (for ever without one); true if it
+    /// timed out.
+    fn raw_wait(
+        &self,
+        deadline: Option<Instant>,
+    ) -> impl Fn(&RawMutex, &mut RawState) -> bool + '_ {
+        use lock_api::{RawCondvar, RawCondvarTimed};
+        move |mutex, state| {
+            let raw = self.inner.raw();
+            // SAFETY: the metered condvar passes a held guard's mutex and
+            // acquisition, and nothing else.
+            unsafe {
+                match deadline {
+                    Some(d) => raw.wait_until(mutex, state, &d),
+                    None => {
+                        raw.wait(mutex, state);
+                        false
+                    }
+                }
+            }
+        }
     }
 
     /// Wakes one waiter, if any.
