@@ -187,13 +187,6 @@ impl<C: RawCondvar> MeteredCondvar<C> {
         false
     }
 
-    /// The raw condvar, for a caller that waits through
-    /// [`wait_once_with`](Self::wait_once_with) and
-    /// [`wait_while_with`](Self::wait_while_with) (`sync::Condvar`).
-    pub(crate) fn raw(&self) -> &C {
-        &self.raw
-    }
-
     /// One wait at `site` through the raw wait `wait` (which returns
     /// whether it timed out), recorded as [`wait`](Self::wait)'s.
     pub(crate) fn wait_once_with<T: ?Sized>(
@@ -365,7 +358,9 @@ where
         site: &'static Location<'static>,
     ) -> WaitTimeoutResult {
         self.wait_once_with(guard, site, |raw, state| {
-            self.raw_wait_until(raw, state, deadline)
+            // SAFETY: `sleep_once` passes a held guard's mutex and
+            // acquisition.
+            unsafe { self.raw_wait_until(raw, state, deadline) }
         })
     }
 
@@ -376,20 +371,28 @@ where
         deadline: Option<Instant>,
         site: &'static Location<'static>,
     ) -> WaitTimeoutResult {
-        let wait = |raw: &C::RawMutex, state: &mut _| self.raw_wait_until(raw, state, deadline);
+        // SAFETY: `sleep_once` passes a held guard's mutex and acquisition.
+        let wait =
+            |raw: &C::RawMutex, state: &mut _| unsafe { self.raw_wait_until(raw, state, deadline) };
         self.wait_while_with(guard, condition, site, wait)
     }
 
     /// The raw wait until `deadline` (for ever without one); true if it
-    /// timed out.
-    fn raw_wait_until(
+    /// timed out. Also the wait `sync::Condvar` passes to
+    /// [`wait_once_with`](Self::wait_once_with) and
+    /// [`wait_while_with`](Self::wait_while_with).
+    ///
+    /// # Safety
+    /// `raw` and `state` are a held guard's mutex and acquisition (the
+    /// ones those two pass their `wait`).
+    pub(crate) unsafe fn raw_wait_until(
         &self,
         raw: &C::RawMutex,
         state: &mut <C::RawMutex as RawMutex>::Guard,
         deadline: Option<Instant>,
     ) -> bool {
         match deadline {
-            // SAFETY: as in `raw_wait`.
+            // SAFETY: the caller's promise.
             Some(d) => unsafe { self.raw.wait_until(raw, state, &d) },
             None => self.raw_wait(raw, state),
         }

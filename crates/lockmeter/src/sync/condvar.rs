@@ -163,21 +163,9 @@ impl Condvar {
         &self,
         deadline: Option<Instant>,
     ) -> impl Fn(&RawMutex, &mut RawState) -> bool + '_ {
-        use lock_api::{RawCondvar, RawCondvarTimed};
-        move |mutex, state| {
-            let raw = self.inner.raw();
-            // SAFETY: the metered condvar passes a held guard's mutex and
-            // acquisition, and nothing else.
-            unsafe {
-                match deadline {
-                    Some(d) => raw.wait_until(mutex, state, &d),
-                    None => {
-                        raw.wait(mutex, state);
-                        false
-                    }
-                }
-            }
-        }
+        // SAFETY: the metered condvar passes its `wait` a held guard's
+        // mutex and acquisition, and nothing else.
+        move |mutex, state| unsafe { self.inner.raw_wait_until(mutex, state, deadline) }
     }
 
     /// Wakes one waiter, if any.
