@@ -189,7 +189,7 @@ impl<C: RawCondvar> MeteredCondvar<C> {
 
     /// One wait at `site` through the raw wait `wait` (which returns
     /// whether it timed out), recorded as [`wait`](Self::wait)'s.
-    pub(crate) fn wait_once_with<T: ?Sized>(
+    fn wait_once_with<T: ?Sized>(
         &self,
         guard: &mut MeteredMutexGuard<'_, C::RawMutex, T>,
         site: &'static Location<'static>,
@@ -203,7 +203,7 @@ impl<C: RawCondvar> MeteredCondvar<C> {
 
     /// `wait_while*`'s loop over one raw wait, `wait` (which returns
     /// whether it timed out).
-    pub(crate) fn wait_while_with<T: ?Sized>(
+    fn wait_while_with<T: ?Sized>(
         &self,
         guard: &mut MeteredMutexGuard<'_, C::RawMutex, T>,
         mut condition: impl FnMut(&mut T) -> bool,
@@ -351,48 +351,43 @@ where
         self.wait_while_until_at(mutex_guard, condition, timeout, Location::caller())
     }
 
-    fn wait_until_at<T: ?Sized>(
+    /// One wait at `site` until `deadline` (for ever without one). Given
+    /// the site rather than reading it, for `sync::Condvar`, whose waits
+    /// run inside a closure, where `#[track_caller]` does not reach.
+    pub(crate) fn wait_until_at<T: ?Sized>(
         &self,
         guard: &mut MeteredMutexGuard<'_, C::RawMutex, T>,
         deadline: Option<Instant>,
         site: &'static Location<'static>,
     ) -> WaitTimeoutResult {
         self.wait_once_with(guard, site, |raw, state| {
-            // SAFETY: `sleep_once` passes a held guard's mutex and
-            // acquisition.
-            unsafe { self.raw_wait_until(raw, state, deadline) }
+            self.raw_wait_until(raw, state, deadline)
         })
     }
 
-    fn wait_while_until_at<T: ?Sized>(
+    /// `wait_while*` at `site` until `deadline`; as
+    /// [`wait_until_at`](Self::wait_until_at), for `sync::Condvar`.
+    pub(crate) fn wait_while_until_at<T: ?Sized>(
         &self,
         guard: &mut MeteredMutexGuard<'_, C::RawMutex, T>,
         condition: impl FnMut(&mut T) -> bool,
         deadline: Option<Instant>,
         site: &'static Location<'static>,
     ) -> WaitTimeoutResult {
-        // SAFETY: `sleep_once` passes a held guard's mutex and acquisition.
-        let wait =
-            |raw: &C::RawMutex, state: &mut _| unsafe { self.raw_wait_until(raw, state, deadline) };
+        let wait = |raw: &C::RawMutex, state: &mut _| self.raw_wait_until(raw, state, deadline);
         self.wait_while_with(guard, condition, site, wait)
     }
 
     /// The raw wait until `deadline` (for ever without one); true if it
-    /// timed out. Also the wait `sync::Condvar` passes to
-    /// [`wait_once_with`](Self::wait_once_with) and
-    /// [`wait_while_with`](Self::wait_while_with).
-    ///
-    /// # Safety
-    /// `raw` and `state` are a held guard's mutex and acquisition (the
-    /// ones those two pass their `wait`).
-    pub(crate) unsafe fn raw_wait_until(
+    /// timed out.
+    fn raw_wait_until(
         &self,
         raw: &C::RawMutex,
         state: &mut <C::RawMutex as RawMutex>::Guard,
         deadline: Option<Instant>,
     ) -> bool {
         match deadline {
-            // SAFETY: the caller's promise.
+            // SAFETY: as in `raw_wait`.
             Some(d) => unsafe { self.raw.wait_until(raw, state, &d) },
             None => self.raw_wait(raw, state),
         }

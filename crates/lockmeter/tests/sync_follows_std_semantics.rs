@@ -544,3 +544,67 @@ fn a_busy_sync_condvar_loses_no_wakeup_and_counts_exactly() {
     let locks = CONSUMERS as u64 + PRODUCERS as u64 * ITEMS + 1;
     assert_eq!(m.acquisitions, locks + woke, "every lock and reacquisition");
 }
+
+/// Every wait of `sync::Condvar` is recorded at its caller's line, in the
+/// condvar's rows and, for the reacquisition, in the mutex's (they run
+/// inside a closure that lends out the guard, where `#[track_caller]`
+/// does not reach: each was once recorded at a line of lockmeter's own).
+#[test]
+fn every_sync_condvar_wait_is_recorded_at_its_callers_line() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let stop = AtomicBool::new(false);
+    let (handle, lines) = observe(|| {
+        let m = Mutex::named("sync.cv.sites.m", 0u32);
+        let c = Condvar::named("sync.cv.sites");
+        thread::scope(|s| {
+            // Not observed: its notifies add no rows.
+            s.spawn(|| {
+                while !stop.load(Ordering::Relaxed) {
+                    c.notify_all();
+                    thread::sleep(Duration::from_millis(1));
+                }
+            });
+            let ms = Duration::from_millis(1);
+            let g = m.lock().unwrap();
+            let (g, wait) = (c.wait(g).unwrap(), line!());
+            let mut first = true;
+            let once = |_: &mut u32| std::mem::replace(&mut first, false);
+            let (g, wait_while) = (c.wait_while(g, once).unwrap(), line!());
+            let (g, wait_timeout) = (c.wait_timeout(g, ms).unwrap().0, line!());
+            #[allow(deprecated)]
+            let (g, wait_timeout_ms) = (c.wait_timeout_ms(g, 1).unwrap().0, line!());
+            let always = |_: &mut u32| true;
+            let (g, timeout_while) = (c.wait_timeout_while(g, ms, always).unwrap().0, line!());
+            drop(g);
+            stop.store(true, Ordering::Relaxed);
+            [
+                wait,
+                wait_while,
+                wait_timeout,
+                wait_timeout_ms,
+                timeout_while,
+            ]
+        })
+    });
+    let snap = handle.snapshot();
+    for id in ["sync.cv.sites", "sync.cv.sites.m"] {
+        let sites: Vec<&str> = lock(&snap, id)
+            .sites
+            .iter()
+            .map(|s| s.site.as_str())
+            .collect();
+        for line in lines {
+            let at = format!("sync_follows_std_semantics.rs:{line}:");
+            assert!(
+                sites.iter().any(|s| s.contains(&at)),
+                "{id}: no row at {line}: {sites:?}"
+            );
+        }
+        assert!(
+            sites
+                .iter()
+                .all(|s| s.contains("sync_follows_std_semantics.rs")),
+            "{id}: a row at a line not the caller's: {sites:?}"
+        );
+    }
+}

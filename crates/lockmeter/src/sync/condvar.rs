@@ -8,16 +8,12 @@
 use std::fmt;
 use std::panic::{Location, RefUnwindSafe, UnwindSafe};
 use std::sync::{LockResult, OnceLock, PoisonError, WaitTimeoutResult};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::mutex::MutexGuard;
 use super::poison::Poison;
 use crate::condvar::to_deadline;
 use crate::primitive::loom_const_fn;
-
-/// The raw mutex under [`super::Mutex`], and its acquisition's state.
-type RawMutex = parking_lot::RawMutex;
-type RawState = <RawMutex as lock_api::RawMutex>::Guard;
 
 /// A drop-in for [`std::sync::Condvar`], for [`super::Mutex`]'s guards:
 /// waits, notifies, wake-ups, spurious wake-ups and timeouts are recorded
@@ -73,8 +69,8 @@ impl Condvar {
     /// was poisoned meanwhile.
     #[track_caller]
     pub fn wait<'a, T>(&self, mut guard: MutexGuard<'a, T>) -> LockResult<MutexGuard<'a, T>> {
-        let (site, wait) = (Location::caller(), self.raw_wait(None));
-        guard.with_inner(|g| self.inner.wait_once_with(g, site, wait));
+        let site = Location::caller();
+        guard.with_inner(|g| self.inner.wait_until_at(g, None, site));
         poisoned(guard)
     }
 
@@ -91,14 +87,14 @@ impl Condvar {
         F: FnMut(&mut T) -> bool,
     {
         let poison = guard.poison();
-        let (site, wait) = (Location::caller(), self.raw_wait(None));
+        let site = Location::caller();
         let mut woken = false;
         let condition = |t: &mut T| {
             let again = !(woken && poison.get()) && condition(t);
             woken = true;
             again
         };
-        guard.with_inner(|g| self.inner.wait_while_with(g, condition, site, wait));
+        guard.with_inner(|g| self.inner.wait_while_until_at(g, condition, None, site));
         poisoned(guard)
     }
 
@@ -109,8 +105,8 @@ impl Condvar {
         mut guard: MutexGuard<'a, T>,
         dur: Duration,
     ) -> LockResult<(MutexGuard<'a, T>, WaitTimeoutResult)> {
-        let (site, wait) = (Location::caller(), self.raw_wait(to_deadline(dur)));
-        let r = guard.with_inner(|g| self.inner.wait_once_with(g, site, wait));
+        let (site, deadline) = (Location::caller(), to_deadline(dur));
+        let r = guard.with_inner(|g| self.inner.wait_until_at(g, deadline, site));
         let result = wait_timeout_result(r.timed_out());
         super::poison::map_result(poisoned(guard), |g| (g, result))
     }
@@ -141,7 +137,7 @@ impl Condvar {
         F: FnMut(&mut T) -> bool,
     {
         let poison = guard.poison();
-        let (site, wait) = (Location::caller(), self.raw_wait(to_deadline(dur)));
+        let (site, deadline) = (Location::caller(), to_deadline(dur));
         let mut woken = false;
         let mut stopped_by_poison = false;
         let condition = |t: &mut T| {
@@ -152,20 +148,9 @@ impl Condvar {
             woken = true;
             condition(t)
         };
-        let r = guard.with_inner(|g| self.inner.wait_while_with(g, condition, site, wait));
+        let r = guard.with_inner(|g| self.inner.wait_while_until_at(g, condition, deadline, site));
         let result = wait_timeout_result(r.timed_out() && !stopped_by_poison);
         super::poison::map_result(poisoned(guard), |g| (g, result))
-    }
-
-    /// The raw wait, until `deadline` (for ever without one); true if it
-    /// timed out.
-    fn raw_wait(
-        &self,
-        deadline: Option<Instant>,
-    ) -> impl Fn(&RawMutex, &mut RawState) -> bool + '_ {
-        // SAFETY: the metered condvar passes its `wait` a held guard's
-        // mutex and acquisition, and nothing else.
-        move |mutex, state| unsafe { self.inner.raw_wait_until(mutex, state, deadline) }
     }
 
     /// Wakes one waiter, if any.
