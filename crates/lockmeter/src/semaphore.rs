@@ -131,9 +131,7 @@ impl Semaphore {
             return true;
         }
         let waiting = probe.as_ref().map(|p| self.contended(p));
-        let (guard, taken) = WaitQueueGuard::from_lock(&self.queue, inner)
-            .wait_event_locked_with(Wait::exclusive().timeout(timeout), take_permit);
-        drop(guard);
+        let taken = self.sleep_for_permit_until(inner, timeout);
         if let (Some(p), Some(w)) = (probe, waiting) {
             if taken {
                 p.acquired_after_wait(&self.meta, site, w, 0, 1).discard();
@@ -211,6 +209,22 @@ impl Semaphore {
             (Some(p), Some(w)) => p.acquired_after_wait(&self.meta, site, w, 0, 1),
             _ => Hold::none(),
         }
+    }
+
+    /// [`Semaphore::down_timeout`]'s sleep on the queue, for at most
+    /// `timeout`; whether it took a permit. Not `#[track_caller]`, as
+    /// [`Semaphore::sleep_for_permit`]: the `.wait` and `.lock` rows show
+    /// this site inside the semaphore.
+    fn sleep_for_permit_until(
+        &self,
+        inner: SpinLockGuard<'_, Inner<usize>>,
+        timeout: Duration,
+    ) -> bool {
+        let wait = Wait::exclusive().timeout(timeout);
+        let (guard, taken) =
+            WaitQueueGuard::from_lock(&self.queue, inner).wait_event_locked_with(wait, take_permit);
+        drop(guard);
+        taken
     }
 
     /// The wait of `probe` begins; see `Meta::loose`.

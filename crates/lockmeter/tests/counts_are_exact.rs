@@ -236,3 +236,49 @@ fn classes_taken_at_one_site_each_count_exactly() {
         assert_eq!(s.hold_ns.count, s.acquisitions);
     }
 }
+
+/// A semaphore's `down` and `down_timeout` are rows at the caller's line;
+/// the nested rows of its own spinlock and wait queue are at sites inside
+/// the semaphore, for both (`down_timeout`'s were once at the caller's).
+#[test]
+fn a_semaphores_nested_rows_are_at_sites_inside_it() {
+    let (handle, lines) = observe(|| {
+        let sem = Arc::new(Semaphore::named("sites.sem", 0));
+        let upper = Arc::clone(&sem);
+        // Not observed: it only gives the sleeping `down` its permit.
+        let t = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(20));
+            upper.up();
+        });
+        let down = line!() + 1;
+        sem.down();
+        t.join().unwrap();
+        let timed = line!() + 1;
+        assert!(!sem.down_timeout(Duration::from_millis(1)));
+        [down, timed]
+    });
+    let snap = handle.snapshot();
+    let sites = |id: &str| -> Vec<String> {
+        lock(&snap, id)
+            .sites
+            .iter()
+            .map(|s| s.site.clone())
+            .collect()
+    };
+    let own = sites("sites.sem");
+    for line in lines {
+        let at = format!("counts_are_exact.rs:{line}:");
+        assert!(
+            own.iter().any(|s| s.contains(&at)),
+            "no row at {line}: {own:?}"
+        );
+    }
+    for id in ["sites.sem.wait", "sites.sem.lock"] {
+        let nested = sites(id);
+        assert!(!nested.is_empty(), "{id}: no rows");
+        assert!(
+            nested.iter().all(|s| s.contains("semaphore.rs")),
+            "{id}: a row outside the semaphore: {nested:?}"
+        );
+    }
+}
