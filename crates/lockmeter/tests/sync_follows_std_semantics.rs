@@ -608,3 +608,45 @@ fn every_sync_condvar_wait_is_recorded_at_its_callers_line() {
         );
     }
 }
+
+/// `wait_timeout_while` looks at the condition once more after a wait
+/// that timed out, as std's does: a condition that turned false by then
+/// is not a timeout. Side by side with std, calls counted.
+#[test]
+fn wait_timeout_while_looks_once_more_after_timing_out_as_std() {
+    // True on the first look, false on every later one.
+    fn run(wait: impl FnOnce(&mut dyn FnMut(&mut u32) -> bool) -> bool) -> (bool, u32) {
+        let mut looks = 0;
+        let timed_out = wait(&mut |_| {
+            looks += 1;
+            looks == 1
+        });
+        (timed_out, looks)
+    }
+    let ms = Duration::from_millis(1);
+    let std_pair = (std::sync::Mutex::new(0u32), std::sync::Condvar::new());
+    let ours = (Mutex::new(0u32), Condvar::new());
+    let std_result = run(|c| {
+        let g = std_pair.0.lock().unwrap();
+        std_pair
+            .1
+            .wait_timeout_while(g, ms, c)
+            .unwrap()
+            .1
+            .timed_out()
+    });
+    let our_result = run(|c| {
+        let g = ours.0.lock().unwrap();
+        ours.1.wait_timeout_while(g, ms, c).unwrap().1.timed_out()
+    });
+    assert_eq!(std_result, (false, 2), "std's own behaviour changed");
+    assert_eq!(our_result, std_result);
+    // A condition that stays true is a timeout, in both.
+    let g = ours.0.lock().unwrap();
+    assert!(ours
+        .1
+        .wait_timeout_while(g, ms, |_| true)
+        .unwrap()
+        .1
+        .timed_out());
+}

@@ -140,7 +140,7 @@ impl Condvar {
         let (site, deadline) = (Location::caller(), to_deadline(dur));
         let mut woken = false;
         let mut stopped_by_poison = false;
-        let condition = |t: &mut T| {
+        let wrapped = |t: &mut T| {
             if woken && poison.get() {
                 stopped_by_poison = true;
                 return false;
@@ -148,9 +148,15 @@ impl Condvar {
             woken = true;
             condition(t)
         };
-        let r = guard.with_inner(|g| self.inner.wait_while_until_at(g, condition, deadline, site));
-        let result = wait_timeout_result(r.timed_out() && !stopped_by_poison);
-        super::poison::map_result(poisoned(guard), |g| (g, result))
+        let r = guard.with_inner(|g| self.inner.wait_while_until_at(g, wrapped, deadline, site));
+        // As std: a wait that timed out is followed by one more look at
+        // the condition (unless the mutex was poisoned meanwhile), and
+        // only a condition still true makes the result a timeout.
+        let timed_out = match r.timed_out() && !stopped_by_poison {
+            true if !poison.get() => condition(&mut *guard),
+            other => other,
+        };
+        super::poison::map_result(poisoned(guard), |g| (g, wait_timeout_result(timed_out)))
     }
 
     /// Wakes one waiter, if any.
