@@ -59,6 +59,31 @@ fn sampled_uncontended_holds_are_scaled_to_every_hold() {
 }
 
 #[test]
+fn failed_attempts_take_nothing_from_the_hold_sample() {
+    let (clock, mock) = quanta::Clock::mock();
+    let builder = Layer::builder().clock(clock).sample_uncontended_holds(4);
+    let (handle, ()) = observe_with(builder, || {
+        let m = Mutex::named("mock.rejected", ());
+        // Ten holds at one site, each with a failed try-lock at another:
+        // the 1st, 5th and 9th holds are timed (2 ms), as with none.
+        for i in 0..10u64 {
+            let g = m.lock();
+            assert!(m.try_lock().is_none());
+            let ms = if i % 4 == 0 { 2 } else { 1 };
+            mock.increment(Duration::from_millis(ms));
+            drop(g);
+        }
+    });
+    let snap = handle.snapshot();
+    let l = lock(&snap, "mock.rejected");
+    let held = l.sites.iter().find(|s| s.stats.acquisitions == 10);
+    let s = &held.expect("the holding site").stats;
+    assert_eq!((s.nowait, s.rejected, s.hold_timed), (10, 0, 3));
+    assert_eq!((s.hold_ns.count, s.hold_ns.total), (10, 20_000_000));
+    assert_eq!((l.total.rejected, l.total.acquisitions), (10, 10));
+}
+
+#[test]
 fn sampling_rates_round_up_to_a_power_of_two() {
     let (clock, _mock) = quanta::Clock::mock();
     let builder = Layer::builder().clock(clock).sample_uncontended_holds(5);

@@ -255,11 +255,22 @@ pub(crate) fn samples_contended_timing(slow_ns: u64) -> bool {
     slow_ns >= now::TICK_NS
 }
 
+/// What an uncontended acquisition read before its attempt
+/// ([`Probe::sample`]).
+#[derive(Clone, Copy)]
+pub(crate) struct Sample {
+    /// The entry's NOWAIT count: the sample's counter, stored back one
+    /// higher if the attempt succeeds (one load of the counter per
+    /// acquisition, and no store before the attempt).
+    nowait: u64,
+    /// The clock when the sample picks the acquisition: its hold is timed,
+    /// and its wait, if the attempt fails, starts here.
+    start: Option<u64>,
+}
+
 /// A contended acquisition whose timing the sample may decide.
 #[derive(Clone, Copy)]
 pub(crate) struct LeftToSample {
-    /// The sample picked it (its attempt read the clock).
-    picked: bool,
     /// [`now::coarse_ns`] when the wait began: a wait that lasted a
     /// watchdog tick or more is timed whatever the sample says.
     coarse_start: u64,
@@ -401,8 +412,7 @@ impl Probe {
         meta: &Meta,
         site: &'static Location<'static>,
         mode: Mode,
-    ) -> Option<(Probe, Option<u64>, now::Prepared)> {
-        self.unsample();
+    ) -> Option<(Probe, Sample, now::Prepared)> {
         let probe = Self::lookup_in(self.recorder, meta, site, mode)?;
         let start = probe.sample();
         let prepared = probe.prepare_hold(meta);
@@ -432,21 +442,17 @@ impl Probe {
         self.recorder().own_line
     }
 
-    /// Counts an uncontended acquisition about to be attempted and, if it
-    /// is one of the sampled ones, reads the clock: `Some(start)` when its
-    /// hold is to be timed. Read before the attempt, the clock stays out of
-    /// the critical section and doubles as the start of a wait if the
-    /// attempt fails.
+    /// Reads the entry's NOWAIT count before an uncontended attempt and,
+    /// if the sample picks this acquisition, the clock (see [`Sample`]).
+    /// Counts nothing, so a failed attempt has nothing to take back.
     #[inline(always)]
-    fn sample(&self) -> Option<u64> {
+    fn sample(&self) -> Sample {
         let e = self.entry();
-        e.sample_uncontended().then(|| e.clock().raw())
-    }
-
-    /// The attempt that [`Probe::sample`] counted failed after all.
-    #[inline]
-    fn unsample(&self) {
-        self.entry().unsample_uncontended();
+        let nowait = e.nowait_so_far();
+        Sample {
+            nowait,
+            start: e.picks(nowait).then(|| e.clock().raw()),
+        }
     }
 
     /// The lock was free at the first attempt; the hold is timed when this
@@ -468,7 +474,7 @@ impl Probe {
     /// Like [`Probe::acquired_nowait`], for a hold that is never timed
     /// (a semaphore `down`, which hands out no guard).
     pub(crate) fn acquired_nowait_untimed(self, meta: &Meta, site: &'static Location<'static>) {
-        self.entry().count_nowait();
+        self.entry().count_nowait_unheld();
         self.note_owner(meta, site);
     }
 
@@ -477,10 +483,10 @@ impl Probe {
         self,
         meta: &Meta,
         site: &'static Location<'static>,
-        start: Option<u64>,
+        Sample { nowait, start }: Sample,
         prepared: now::Prepared,
     ) -> Hold {
-        self.entry().count_nowait();
+        self.entry().count_nowait_after(nowait);
         self.note_owner(meta, site);
         let held = now::hold_prepared(prepared, meta.instance(), self.entry, self.recorder);
         match start {
@@ -492,19 +498,18 @@ impl Probe {
     /// The first attempt failed: the wait begins now.
     #[inline]
     pub(crate) fn contended(&self, meta: &Meta) -> Waiting {
-        self.contended_from(meta, None, None)
+        self.contended_from(meta, None, false)
     }
 
     /// Like [`Probe::contended`], starting the wait at the clock read a
-    /// sampled attempt already took, if it took one; `picked` is
-    /// `Some(whether the sample picked it)` when the sample may decide its
-    /// timing (see [`Waiting::sampling`]).
+    /// sampled attempt already took, if it took one; `left_to_sample` when
+    /// the sample may decide its timing (see [`Waiting::sampling`]).
     #[inline(never)]
     fn contended_from(
         &self,
         meta: &Meta,
         sampled_start: Option<u64>,
-        picked: Option<bool>,
+        left_to_sample: bool,
     ) -> Waiting {
         now::wait_begins(meta.instance(), self.entry, self.recorder);
         let stacks = self.recorder().stacks.rate_ns != 0;
@@ -527,8 +532,7 @@ impl Probe {
         };
         Waiting {
             start,
-            sampling: picked.map(|picked| LeftToSample {
-                picked,
+            sampling: left_to_sample.then(|| LeftToSample {
                 coarse_start: now::coarse_ns(),
             }),
             holder: meta.holder.load(Relaxed),
@@ -551,20 +555,15 @@ impl Probe {
         let e = self.entry();
         let sampled = match waiting.sampling {
             Some(left) if !self.forced(&waiting, left.coarse_start) => {
-                e.count_wait_eligible();
-                if !left.picked {
+                if !e.count_wait_eligible() {
                     // Off or Skipped (else forced): nothing to keep or give back.
                     waiting.pre = PreWait::Off;
                     return self.acquired_untimed(meta, site, waiting.holder, (spins, sleeps));
                 }
                 true
             }
-            Some(_) => {
-                // Forced: out of the population the sample stands for.
-                e.unsample_uncontended();
-                false
-            }
-            None => false,
+            // Forced: out of the population the sample stands for.
+            Some(_) | None => false,
         };
         let now = e.clock().raw();
         let wait_ns = e.clock().delta_as_nanos(waiting.start, now);
@@ -846,14 +845,15 @@ pub(crate) fn acquire_lean<G>(
         return general();
     };
     own_line();
-    if !probe.entry().count_untimed() {
+    let nowait = probe.entry().nowait_so_far();
+    if probe.entry().picks(nowait) {
         return timed(probe);
     }
     // The guess is checked once the attempt has made the lock's line this
     // thread's, on each way out.
     let Some(g) = attempt() else {
         return match probe.counts(meta, site, mode) {
-            // Not unsampled, as in `acquire`.
+            // Left to the sample, as in `acquire`.
             true => contended(probe),
             false => misguessed(None, probe),
         };
@@ -861,7 +861,11 @@ pub(crate) fn acquire_lean<G>(
     if !probe.counts(meta, site, mode) {
         return misguessed(Some(g), probe);
     }
-    (g, probe.acquired_nowait_at(meta, site, None, prepared))
+    let untimed = Sample {
+        nowait,
+        start: None,
+    };
+    (g, probe.acquired_nowait_at(meta, site, untimed, prepared))
 }
 
 /// [`acquire_lean`]'s acquisition whose entry `probe` was guessed right
@@ -894,7 +898,7 @@ pub(crate) fn acquire_misguessed<G>(
     };
     match attempted {
         Some(g) => (g, probe.acquired_nowait_at(meta, site, start, prepared)),
-        None => acquire_contended(probe, meta, site, start, wait),
+        None => acquire_contended(probe, meta, site, start.start, wait),
     }
 }
 
@@ -939,9 +943,9 @@ fn acquire_tested<const TEST: bool, G>(
     if let Some(g) = attempted {
         return (g, probe.acquired_nowait_at(meta, site, start, prepared));
     }
-    // Not unsampled: the acquisition stays in the sample's population
+    // Left to the sample: the acquisition joins the sample's population
     // unless its timing is forced (`Probe::acquired_after_wait`).
-    acquire_contended(probe, meta, site, start, wait)
+    acquire_contended(probe, meta, site, start.start, wait)
 }
 
 ///
@@ -958,7 +962,7 @@ fn acquire_contended<G>(
     early: Option<u64>,
     wait: impl FnOnce() -> (G, u64, u64),
 ) -> (G, Hold) {
-    let waiting = probe.contended_from(meta, early, Some(early.is_some()));
+    let waiting = probe.contended_from(meta, early, true);
     let (g, spins, sleeps) = wait();
     let hold = probe.acquired_after_wait(meta, site, waiting, spins, sleeps);
     (g, hold)
@@ -993,7 +997,6 @@ fn try_acquire_observed<G>(
     match attempt() {
         Some(g) => Some((g, probe.acquired_nowait_at(meta, site, start, prepared))),
         None => {
-            probe.unsample();
             probe.rejected();
             None
         }
@@ -1018,8 +1021,7 @@ pub(crate) fn acquire_timed<G>(
     if let Some(g) = attempt() {
         return Some((g, probe.acquired_nowait_at(meta, site, start, prepared)));
     }
-    probe.unsample();
-    let waiting = probe.contended_from(meta, start, None);
+    let waiting = probe.contended_from(meta, start.start, false);
     match wait() {
         (Some(g), spins, sleeps) => Some((
             g,

@@ -98,7 +98,7 @@ impl WaitStats {
         }
         match (done, self.slept) {
             (true, true) => e.count_contended(0, 0),
-            (true, false) => e.count_nowait(),
+            (true, false) => e.count_nowait_unheld(),
             (false, _) => e.count_rejected(0, 0),
         }
     }

@@ -198,11 +198,17 @@ pub(crate) struct Entry {
     /// Acquisitions waiting or holding at least this long emit a WARN event.
     slow_ns: u64,
     /// `sample_every - 1` for a power-of-two `sample_every`: an uncontended
-    /// acquisition is timed when `eligible & sample_mask == 0`. Atomic only
-    /// so that an overhead budget can lower it (`recorder::probe`); a
-    /// relaxed load is the same `mov` as a plain one.
+    /// acquisition is timed when `nowait & sample_mask == 0` as it begins,
+    /// a contended one left to the sample when `wait_eligible &
+    /// sample_mask == 0`. Atomic only so that an overhead budget can lower
+    /// it (`recorder::probe`); a relaxed load is the same `mov` as a plain
+    /// one.
     sample_mask: AtomicU64,
     /// Acquisitions are `nowait + contended`, so they cost no store here.
+    /// Also the uncontended hold sample's counter: the sample reads it
+    /// before the attempt and the count stores it after, so that an
+    /// uncontended acquisition writes one counter of its entry, not two
+    /// (`docs/performance.md`, "Session 28").
     nowait: Counter,
     contended: Counter,
     rejected: Counter,
@@ -217,13 +223,15 @@ pub(crate) struct Entry {
     spurious_wakeups: Counter,
     exclusive_wakeups: Counter,
     max_waiters: Counter,
-    /// Uncontended acquisitions whose hold could be timed: the population
-    /// that `hold_sampled` is a sample of.
-    eligible: Counter,
+    /// Acquisitions counted in `nowait` or `wait_eligible` that keep no
+    /// hold (a semaphore `down`, a wait queue's wait), so that the
+    /// population `hold_sampled` is a sample of is `nowait + wait_eligible
+    /// - unheld`. Written only on those paths.
+    unheld: Counter,
     /// Holds after a contended acquisition whose timing was forced (see
     /// `meter::Probe::acquired_after_wait`): every one is timed.
     hold: AtomicDist,
-    /// Timed holds of the acquisitions counted in `eligible`, one in
+    /// Timed holds of the acquisitions in `Entry::hold_population`, one in
     /// `sample_mask + 1`: uncontended ones, and contended ones whose
     /// timing was left to the sample.
     hold_sampled: AtomicDist,
@@ -292,7 +300,7 @@ impl Entry {
             spurious_wakeups: Counter::default(),
             exclusive_wakeups: Counter::default(),
             max_waiters: Counter::default(),
-            eligible: Counter::default(),
+            unheld: Counter::default(),
             hold: AtomicDist::new(),
             hold_sampled: AtomicDist::new(),
             wait: AtomicDist::new(),
@@ -345,27 +353,30 @@ impl Entry {
 
     // ---- Acquisitions (written by the meter only) ----
 
-    /// Counts an uncontended acquisition; whether its hold is timed. The
-    /// first at each site is, then one in `sample_mask + 1`.
+    /// The NOWAIT count so far, read before an uncontended attempt: the
+    /// hold sample's counter ([`Entry::picks`]), and what
+    /// [`Entry::count_nowait_after`] stores one higher if the attempt
+    /// succeeds.
     #[inline(always)]
-    pub(crate) fn sample_uncontended(&self) -> bool {
-        let seen = self.eligible.get();
-        self.eligible.0.store(seen.wrapping_add(1), Relaxed);
-        seen & self.sample_mask.load(Relaxed) == 0
+    pub(crate) fn nowait_so_far(&self) -> u64 {
+        self.nowait.get()
     }
 
-    /// [`Entry::sample_uncontended`] for an acquisition that goes on
-    /// here only if its hold is not timed (`meter::acquire_lean`): counts
-    /// it and says true when the sample does not pick it; says false,
-    /// counting nothing, when it does.
+    /// Whether the uncontended acquisition that found `nowait_so_far` has
+    /// its hold timed: the first at each site is, then one in
+    /// `sample_mask + 1`.
     #[inline(always)]
-    pub(crate) fn count_untimed(&self) -> bool {
-        let seen = self.eligible.get();
-        if seen & self.sample_mask.load(Relaxed) == 0 {
-            return false;
-        }
-        self.eligible.0.store(seen.wrapping_add(1), Relaxed);
-        true
+    pub(crate) fn picks(&self, nowait_so_far: u64) -> bool {
+        nowait_so_far & self.sample_mask.load(Relaxed) == 0
+    }
+
+    /// Counts an acquisition that found the lock free, whose
+    /// [`Entry::nowait_so_far`] read `seen`: no other NOWAIT of this entry
+    /// may be counted in between (the entry has one writer, and nothing
+    /// between an acquisition's sample and its count is metered).
+    #[inline(always)]
+    pub(crate) fn count_nowait_after(&self, seen: u64) {
+        self.nowait.0.store(seen.wrapping_add(1), Relaxed);
     }
 
     /// How many acquisitions one timed by the sample stands for.
@@ -391,18 +402,12 @@ impl Entry {
         ((self.raw_class ^ class) | (self.raw_tag ^ tag)) == 0
     }
 
-    /// Takes back [`Entry::sample_uncontended`] for a hold that will not
-    /// be timed after all (the attempt failed, or a semaphore `down` keeps
-    /// no guard, or the entry was guessed wrong).
-    #[inline]
-    pub(crate) fn unsample_uncontended(&self) {
-        self.eligible.sub(1);
-    }
-
-    /// An acquisition that found the lock free.
-    #[inline(always)]
-    pub(crate) fn count_nowait(&self) {
+    /// An acquisition that found the lock free and keeps no hold (a
+    /// semaphore `down`, a wait that did not sleep): out of the hold
+    /// sample's population.
+    pub(crate) fn count_nowait_unheld(&self) {
         self.nowait.add(1);
+        self.unheld.add(1);
     }
 
     /// An acquisition that waited `spins` rounds and `sleeps` sleeps.
@@ -420,10 +425,13 @@ impl Entry {
     }
 
     /// A contended acquisition whose timing is left to the sample (timed
-    /// or not, it stands in `wait_eligible`).
+    /// or not, it stands in `wait_eligible`); whether the sample times it:
+    /// the first, then one in `sample_mask + 1`.
     #[inline]
-    pub(crate) fn count_wait_eligible(&self) {
-        self.wait_eligible.add(1);
+    pub(crate) fn count_wait_eligible(&self) -> bool {
+        let seen = self.wait_eligible.get();
+        self.wait_eligible.0.store(seen.wrapping_add(1), Relaxed);
+        seen & self.sample_mask.load(Relaxed) == 0
     }
 
     /// A contended acquisition the sample did not time: its holder is
@@ -472,7 +480,7 @@ impl Entry {
 
     /// A sampled uncontended hold ended untimed (a semaphore `down`).
     pub(crate) fn end_sampled_hold_untimed(&self) {
-        self.unsample_uncontended();
+        self.unheld.add(1);
         self.outstanding.sub(1);
     }
 
@@ -507,7 +515,7 @@ impl Entry {
     ) {
         match hold_ns {
             Some(ns) => self.hold_sampled.record(ns),
-            None => self.unsample_uncontended(),
+            None => self.unheld.add(1),
         }
         self.wait_sampled.record(wait_ns);
         let every = self.sample_every();
@@ -674,13 +682,22 @@ impl Entry {
         (all, untimed)
     }
 
+    /// The acquisitions `hold_sampled` is a sample of: the uncontended
+    /// ones that keep a hold, and the contended ones whose timing was left
+    /// to the sample. Read from three counters a moment apart, so it may
+    /// straddle an acquisition; it only scales an estimate.
+    fn hold_population(&self) -> u64 {
+        let counted = self.nowait.get().wrapping_add(self.wait_eligible.get());
+        counted.saturating_sub(self.unheld.get())
+    }
+
     /// Every hold: the contended ones, plus the sampled uncontended ones
     /// scaled to stand for all of them; and how many were timed.
     fn hold_estimate(&self) -> (lockmeter_model::Dist, u64) {
         let mut all = self.hold.read();
         let sampled = self.hold_sampled.read();
         let timed = all.count + sampled.count;
-        let eligible = self.eligible.get();
+        let eligible = self.hold_population();
         let sampled = if eligible > sampled.count {
             sampled.scaled_to(eligible)
         } else {

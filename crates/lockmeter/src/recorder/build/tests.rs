@@ -193,13 +193,10 @@ fn fill(rec: &Recorder, shard: &Shard, rng: &mut Rng, entries: usize, unnamed: &
         };
         let e = Entry::new(key, [0; 3], rec.serial, rec.clock.clone(), rec.slow_ns, 4);
         for _ in 0..rng.below(100) {
-            e.count_nowait();
+            e.count_nowait_after(e.nowait_so_far());
         }
         for _ in 0..rng.below(3) {
             e.count_instance();
-        }
-        for _ in 0..rng.below(50) {
-            e.sample_uncontended();
         }
         for _ in 0..rng.below(4) {
             e.hold_started();

@@ -316,7 +316,7 @@ impl BareSpin {
 
 /// What an observed acquisition does before its attempt, timed alone:
 /// the `observing()` test, the recorder lookup, the thread's entry guessed
-/// from its site, the sampling counter, the held-lock record written ahead
+/// from its site, the sampling check, the held-lock record written ahead
 /// (`meter::acquire` up to `attempt`); and that entry.
 fn before_attempt() -> (f64, Option<(*const Recorder, *const Entry)>) {
     static CLASS: u8 = 0;
@@ -349,9 +349,10 @@ fn before_attempt() -> (f64, Option<(*const Recorder, *const Entry)>) {
         if let Some(e) = guess.or_else(|| recorder::shard::entry(rec, raw, key)) {
             // SAFETY: an entry lives as long as this thread's slot for the
             // recorder, which outlives this loop (see `shard`).
-            black_box(unsafe { &*e }.sample_uncontended());
+            let e = unsafe { &*e };
+            black_box(e.picks(e.nowait_so_far()));
             black_box(crate::now::prepare_hold(raw[0], e, rec));
-            found = Some((rec, e));
+            found = Some((rec, e as *const Entry));
         }
     });
     (ns, found)
@@ -375,10 +376,13 @@ fn while_held(found: Option<(*const Recorder, *const Entry)>) -> f64 {
     let lock = &owner as *const AtomicUsize as usize;
     let me = black_box(lock ^ 1);
     let (class, tag) = (AtomicUsize::new(0), AtomicUsize::new(0));
+    // The NOWAIT count as the acquisition read it before its attempt.
+    let mut nowait = e.nowait_so_far();
     let with_record = timed(|| {
         let prepared = crate::now::prepare_hold(lock, entry, rec);
         black_box(e.counts_key(class.load(Ordering::Relaxed), tag.load(Ordering::Relaxed)));
-        e.count_nowait();
+        e.count_nowait_after(nowait);
+        nowait += 1;
         if owner.load(Ordering::Relaxed) != me {
             owner.store(me, Ordering::Relaxed);
         }
