@@ -87,7 +87,7 @@ pub struct KindCost {
     /// owner notes, the held-lock table, the release's checks.
     pub inside_ns: f64,
     /// Before the attempt: finding the recorder and the thread's entry,
-    /// the sampling counter.
+    /// the hold sample's check.
     pub outside_ns: f64,
 }
 

@@ -31,13 +31,14 @@
 
 use std::cell::Cell;
 use std::panic::Location;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering::Relaxed};
 
 use lockmeter_model::LockKind;
 
 use crate::class::{Class, Mode, Role, SiteKey};
 use crate::now;
-use crate::recorder::{self, entry::Entry};
+use crate::recorder;
+use crate::recorder::entry::{Entry, Tokens};
 use crate::stacks::blame::Blame;
 use crate::stacks::hooks::{self as stack_hooks, PreWait};
 
@@ -67,7 +68,7 @@ pub(crate) use self::wait::{WaitStats, WakeCall};
 ///   placement keeps a hand-off to one line (session 8).
 ///
 /// Hence the class name kept as a pointer and a 32-bit length, and 32-bit
-/// thread and recorder tokens. The fields an acquisition writes come last,
+/// thread and recorder tokens, in one word. The fields an acquisition writes come last,
 /// nearest the lock word.
 #[repr(C)]
 pub(crate) struct Meta {
@@ -94,10 +95,13 @@ pub(crate) struct Meta {
     pub(crate) loose: AtomicBool,
     /// The call site of the current (or last) holder.
     holder: AtomicPtr<Location<'static>>,
-    /// The [`thread_token`] of the thread that acquired last, for `bounces`.
-    owner: AtomicU32,
-    /// The serial of the recorder that counted this instance, for `instances`.
-    seen: AtomicU32,
+    /// The [`Tokens`] of the last observed acquisition: in the low half
+    /// the [`thread_token`] of the thread that acquired last, for
+    /// `bounces`; in the high half the serial of the recorder that counted
+    /// this instance, for `instances`. One word, so that an acquisition
+    /// that changes neither (a lock taken again by the same thread) reads
+    /// and compares once.
+    last: AtomicU64,
 }
 
 // SAFETY: `class_word` is the pointer of a `&'static str` or of a
@@ -139,8 +143,7 @@ impl Meta {
             tag: Meta::tag_of(class.role, kind),
             loose: AtomicBool::new(false),
             holder: AtomicPtr::new(std::ptr::null_mut()),
-            owner: AtomicU32::new(0),
-            seen: AtomicU32::new(0),
+            last: AtomicU64::new(0),
         }
     }
 
@@ -643,14 +646,16 @@ impl Probe {
     #[inline(always)]
     fn note_owner(&self, meta: &Meta, site: &'static Location<'static>) {
         let e = self.entry();
-        let tokens = e.tokens();
-        let me = tokens.thread;
-        let prev = meta.owner.load(Relaxed);
-        if prev != me {
-            if prev != 0 {
+        let mine = e.tokens();
+        let last = Tokens(meta.last.load(Relaxed));
+        if last != mine {
+            if last.thread() != mine.thread() && last.thread() != 0 {
                 e.count_bounce();
             }
-            meta.owner.store(me, Relaxed);
+            if last.recorder() != mine.recorder() {
+                e.count_instance();
+            }
+            meta.last.store(mine.0, Relaxed);
         }
         // Stored only when it changes: a waiter spinning on the lock's line
         // takes it shared, and a store in the critical section would then
@@ -659,11 +664,6 @@ impl Probe {
         let site = site as *const _ as *mut _;
         if meta.holder.load(Relaxed) != site {
             meta.holder.store(site, Relaxed);
-        }
-        let tag = tokens.recorder;
-        if meta.seen.load(Relaxed) != tag {
-            meta.seen.store(tag, Relaxed);
-            e.count_instance();
         }
     }
 }

@@ -184,7 +184,8 @@ pub(crate) struct Entry {
     /// token of the entry's thread and the serial of its recorder. Kept
     /// here, on the line the counters are written to anyway, so that the
     /// hot path reads them with one load instead of a thread-local access
-    /// and a load through the recorder.
+    /// and a load through the recorder, and compares both with the lock's
+    /// in one compare.
     tokens: Tokens,
     /// The class and tag words of the raw key this entry was made for
     /// (`meter::Meta::raw_key`; the site word is the entry's site), so
@@ -255,13 +256,28 @@ pub(crate) struct Entry {
     pub(crate) stacks: crate::stacks::table::EntryStacks,
 }
 
-/// See [`Entry::tokens`].
-#[derive(Clone, Copy)]
-pub(crate) struct Tokens {
-    /// `meter::thread_token` of the thread that owns the entry.
-    pub(crate) thread: u32,
-    /// `Recorder::serial` of the recorder the entry counts in.
-    pub(crate) recorder: u32,
+/// See [`Entry::tokens`]: the `meter::thread_token` of the thread that
+/// owns the entry in the low half, the `Recorder::serial` of the recorder
+/// it counts in in the high half, one word as the lock's `Meta` keeps them.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Tokens(pub(crate) u64);
+
+impl Tokens {
+    pub(crate) fn new(thread: u32, recorder: u32) -> Tokens {
+        Tokens(u64::from(thread) | u64::from(recorder) << 32)
+    }
+
+    /// The thread's token.
+    #[inline(always)]
+    pub(crate) fn thread(self) -> u32 {
+        self.0 as u32
+    }
+
+    /// The recorder's serial.
+    #[inline(always)]
+    pub(crate) fn recorder(self) -> u32 {
+        (self.0 >> 32) as u32
+    }
 }
 
 impl Entry {
@@ -277,10 +293,7 @@ impl Entry {
     ) -> Entry {
         Entry {
             key,
-            tokens: Tokens {
-                thread: crate::meter::thread_token(),
-                recorder,
-            },
+            tokens: Tokens::new(crate::meter::thread_token(), recorder),
             raw_class: raw[0],
             raw_tag: raw[2],
             clock,

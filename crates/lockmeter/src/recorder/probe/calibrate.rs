@@ -12,7 +12,7 @@
 //!   released in a loop against the bare lock (parking_lot's mutex; a plain
 //!   compare-and-swap spinlock), in interleaved batches, the difference of
 //!   the fastest batches (the *total*); and, each timed alone, the work done before
-//!   the attempt (finding the recorder and the entry, the sampling counter)
+//!   the attempt (finding the recorder and the entry, the hold sample's check)
 //!   and the work done while the lock is held (the counters, the holder and
 //!   owner notes, the held-lock table, the release's check). Timed alone
 //!   the parts add up to more than the total, because the processor
@@ -372,9 +372,9 @@ fn while_held(found: Option<(*const Recorder, *const Entry)>) -> f64 {
     };
     // SAFETY: as in `before_attempt`, on the same thread.
     let e = unsafe { &*entry };
-    let (owner, holder, seen) = (AtomicUsize::new(0), AtomicUsize::new(0), AtomicU64::new(0));
-    let lock = &owner as *const AtomicUsize as usize;
-    let me = black_box(lock ^ 1);
+    let (last, holder) = (AtomicU64::new(0), AtomicUsize::new(0));
+    let lock = &last as *const AtomicU64 as usize;
+    let mine = black_box(e.tokens().0);
     let (class, tag) = (AtomicUsize::new(0), AtomicUsize::new(0));
     // The NOWAIT count as the acquisition read it before its attempt.
     let mut nowait = e.nowait_so_far();
@@ -383,12 +383,11 @@ fn while_held(found: Option<(*const Recorder, *const Entry)>) -> f64 {
         black_box(e.counts_key(class.load(Ordering::Relaxed), tag.load(Ordering::Relaxed)));
         e.count_nowait_after(nowait);
         nowait += 1;
-        if owner.load(Ordering::Relaxed) != me {
-            owner.store(me, Ordering::Relaxed);
+        if last.load(Ordering::Relaxed) != mine {
+            last.store(mine, Ordering::Relaxed);
         }
-        holder.store(black_box(lock), Ordering::Relaxed);
-        if seen.load(Ordering::Relaxed) != rec as u64 {
-            seen.store(rec as u64, Ordering::Relaxed);
+        if holder.load(Ordering::Relaxed) != lock {
+            holder.store(black_box(lock), Ordering::Relaxed);
         }
         let held = crate::now::hold_prepared(prepared, lock, entry, rec);
         crate::now::hold_ends(held);
