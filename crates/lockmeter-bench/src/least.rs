@@ -12,9 +12,9 @@
 //! | exact TOTAL / NOWAIT / contended counts per site | a one-entry site cache (two compares), one count |
 //! | hold timing, sampled one in 64 | the count read as the countdown (every 64th is timed): a clock read before the attempt and one after the unlock |
 //! | hangs and deadlocks (`now`: what each thread holds, since when) | a record another thread can read whole: lock, entry, since (a load of the watchdog's clock), then a state word |
-//! | BOUNCE | the last owner's token on the lock's line: a load, a store when it changed |
+//! | BOUNCE | the last owner's token on the lock's line, in one word with the recorder's serial (as lockmeter's since session 28): a load, a store when it changed |
 //! | holder sites | the holder's site on the lock's line: a load, a store when it changed |
-//! | instances | the recorder's serial on the lock's line: a load |
+//! | instances | the recorder's serial on the lock's line, in the owner's word: nothing more |
 //!
 //! A real profiler also needs a table for more than one site per thread,
 //! a stack of held records, and the contended path's bookkeeping; none is
@@ -212,10 +212,10 @@ pub mod part {
 #[repr(C)]
 pub struct Least<L, const PARTS: u8 = { part::ALL }> {
     raw: L,
-    /// The token of the thread that acquired last (BOUNCE).
-    owner: AtomicU32,
-    /// The serial of the recorder that counted this instance (instances).
-    seen: AtomicU32,
+    /// The token of the thread that acquired last (BOUNCE) in the low
+    /// half, the serial of the recorder that counted this instance
+    /// (instances) in the high half: one compare for both.
+    last: AtomicU64,
     /// The call site of the current holder (holder sites).
     holder: AtomicUsize,
     /// The class's identity (its name's address).
@@ -229,8 +229,7 @@ impl<L: Raw, const PARTS: u8> Least<L, PARTS> {
     pub fn new(raw: L, clock: quanta::Clock) -> Self {
         Least {
             raw,
-            owner: AtomicU32::new(0),
-            seen: AtomicU32::new(0),
+            last: AtomicU64::new(0),
             holder: AtomicUsize::new(0),
             class: "bench.least",
             global: dispatcher_in_effect(),
@@ -323,16 +322,13 @@ impl<L: Raw, const PARTS: u8> Least<L, PARTS> {
             }
         };
         if has(part::NOTES) {
-            let me = t.token.get();
-            if self.owner.load(Relaxed) != me {
-                self.owner.store(me, Relaxed);
+            let me = u64::from(t.token.get()) | u64::from(SERIAL) << 32;
+            if self.last.load(Relaxed) != me {
+                self.last.store(me, Relaxed);
                 t.bounces.set(t.bounces.get() + 1);
             }
             if self.holder.load(Relaxed) != at {
                 self.holder.store(at, Relaxed);
-            }
-            if self.seen.load(Relaxed) != SERIAL {
-                self.seen.store(SERIAL, Relaxed);
             }
         }
         // The state: a generation above, the count of held records

@@ -266,7 +266,8 @@ impl Hold {
         }
     }
 
-    /// Ends a hold without timing it (a semaphore `down` without a permit).
+    /// Ends a hold without timing it (a semaphore `down`, which hands out
+    /// no permit guard, or a leaked guard).
     pub(crate) fn discard(self) {
         let timed = self.timed();
         now::hold_ends(self.held);

@@ -12,7 +12,8 @@
 //! timed, with one clock read just before the attempt and one just after
 //! the unlock, both outside the critical section; the others cost a lookup
 //! and a few single-writer counter stores, and their release costs nothing.
-//! A contended acquisition is timed when that sample picks it, and always
+//! A contended acquisition left to the sample is timed one in
+//! `sample_every` too (counted apart, in `wait_eligible`), and always
 //! among an entry's first [`TIMED_FIRST`], after a wait of a watchdog tick
 //! or more, or with a stack drawn ([`Probe::acquired_after_wait`]); a timed
 //! one adds a clock read inside the critical section.
@@ -288,9 +289,10 @@ pub(crate) struct Probe {
 /// A wait in progress: when it began and who held the lock.
 pub(crate) struct Waiting {
     start: u64,
-    /// `Some` when the acquisition's timing may be left to the uncontended
-    /// sample; `None` when every such wait is timed (timed and condvar
-    /// acquisitions).
+    /// `Some` when the acquisition's timing may be left to the sample (one
+    /// in `sample_every` of an entry's such acquisitions,
+    /// `Entry::count_wait_eligible`); `None` when every such wait is timed
+    /// (timed and condvar acquisitions).
     sampling: Option<LeftToSample>,
     holder: *mut Location<'static>,
     /// The lock's blame word if this wait is counted in it (until
@@ -403,8 +405,9 @@ impl Probe {
     }
 
     /// An acquisition whose entry [`Probe::lookup_ahead`] guessed wrong
-    /// (another class was last taken at this site), its attempt made: the
-    /// guess's sample given back, and the right entry's probe, sample and
+    /// (another class was last taken at this site), its attempt made (the
+    /// guess counted nothing, so nothing is given back): the right entry's
+    /// probe, sample and
     /// prepared hold, as [`acquire`] made them for the guess (here after
     /// the attempt: inside the critical section if it succeeded). `None`
     /// as for [`Probe::lookup`].

@@ -224,10 +224,14 @@ pub(crate) struct Entry {
     spurious_wakeups: Counter,
     exclusive_wakeups: Counter,
     max_waiters: Counter,
-    /// Acquisitions counted in `nowait` or `wait_eligible` that keep no
-    /// hold (a semaphore `down`, a wait queue's wait), so that the
-    /// population `hold_sampled` is a sample of is `nowait + wait_eligible
-    /// - unheld`. Written only on those paths.
+    /// Acquisitions counted in `nowait` or `wait_eligible` whose hold is
+    /// never timed (a semaphore `down`, a wait queue's wait, a leaked
+    /// guard, a hold beyond the timed-hold table), so that the population
+    /// `hold_sampled` is a sample of is `nowait + wait_eligible - unheld`.
+    /// Written only on those paths. (A `down` and a held acquisition at
+    /// one call site, possible only through a `#[track_caller]` wrapper,
+    /// share the pick counter: the holds are then sampled less evenly, and
+    /// still scaled by their own count.)
     unheld: Counter,
     /// Holds after a contended acquisition whose timing was forced (see
     /// `meter::Probe::acquired_after_wait`): every one is timed.
@@ -491,14 +495,15 @@ impl Entry {
         self.outstanding.sub(1);
     }
 
-    /// A sampled uncontended hold ended untimed (a semaphore `down`).
+    /// A sampled uncontended hold ended untimed (a leaked guard, or a hold
+    /// beyond the timed-hold table).
     pub(crate) fn end_sampled_hold_untimed(&self) {
         self.unheld.add(1);
         self.outstanding.sub(1);
     }
 
     /// The hold of a contended acquisition ended after `hold_ns` (`None`:
-    /// untimed, a semaphore `down`). Its wait of `wait_ns` is recorded now,
+    /// untimed: a semaphore `down`, a leaked guard). Its wait of `wait_ns` is recorded now,
     /// after the unlock, and charged to `behind`, the site that held the
     /// lock when the wait began (null if unknown).
     #[inline]
