@@ -69,8 +69,8 @@ pub(crate) use self::wait::{WaitStats, WakeCall};
 ///   placement keeps a hand-off to one line (session 8).
 ///
 /// Hence the class name kept as a pointer and a 32-bit length, and 32-bit
-/// thread and recorder tokens, in one word. The fields an acquisition writes come last,
-/// nearest the lock word.
+/// thread and recorder tokens, in one word. The fields an acquisition
+/// writes come last, nearest the lock word.
 #[repr(C)]
 pub(crate) struct Meta {
     /// The class's word in [`Meta::raw_key`]: the bytes of
@@ -407,10 +407,9 @@ impl Probe {
     /// An acquisition whose entry [`Probe::lookup_ahead`] guessed wrong
     /// (another class was last taken at this site), its attempt made (the
     /// guess counted nothing, so nothing is given back): the right entry's
-    /// probe, sample and
-    /// prepared hold, as [`acquire`] made them for the guess (here after
-    /// the attempt: inside the critical section if it succeeded). `None`
-    /// as for [`Probe::lookup`].
+    /// probe, sample and prepared hold, as [`acquire`] made them for the
+    /// guess (here after the attempt: inside the critical section if it
+    /// succeeded). `None` as for [`Probe::lookup`].
     #[cold]
     #[inline(never)]
     fn misguessed(

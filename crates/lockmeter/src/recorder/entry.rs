@@ -267,6 +267,7 @@ pub(crate) struct Entry {
 pub(crate) struct Tokens(pub(crate) u64);
 
 impl Tokens {
+    /// The tokens of `thread` counting in the recorder `recorder`.
     pub(crate) fn new(thread: u32, recorder: u32) -> Tokens {
         Tokens(u64::from(thread) | u64::from(recorder) << 32)
     }
@@ -503,9 +504,9 @@ impl Entry {
     }
 
     /// The hold of a contended acquisition ended after `hold_ns` (`None`:
-    /// untimed: a semaphore `down`, a leaked guard). Its wait of `wait_ns` is recorded now,
-    /// after the unlock, and charged to `behind`, the site that held the
-    /// lock when the wait began (null if unknown).
+    /// untimed: a semaphore `down`, a leaked guard). Its wait of `wait_ns`
+    /// is recorded now, after the unlock, and charged to `behind`, the
+    /// site that held the lock when the wait began (null if unknown).
     #[inline]
     pub(crate) fn end_contended_hold(
         &self,
