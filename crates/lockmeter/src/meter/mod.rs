@@ -418,6 +418,7 @@ impl Probe {
         site: &'static Location<'static>,
         mode: Mode,
     ) -> Option<(Probe, Sample, now::Prepared)> {
+        recorder::shard::forget_guess();
         let probe = Self::lookup_in(self.recorder, meta, site, mode)?;
         let start = probe.sample();
         let prepared = probe.prepare_hold(meta);

@@ -6,7 +6,7 @@
 //! shared with snapshots behind a mutex that the hot path never takes
 //! (only the first acquisition at a new site does).
 
-use std::cell::UnsafeCell;
+use std::cell::{Cell, UnsafeCell};
 use std::sync::{Arc, Mutex};
 
 use crate::class::{SiteKey, MODE_KEY_BITS};
@@ -205,6 +205,8 @@ pub(crate) struct Slot {
     /// it with one load (the `Arc`'s pointer is its count's, 16 bytes
     /// before the recorder: a load and an add).
     recorder_at: *const Recorder,
+    /// The site this thread takes most, guessed with one compare.
+    last_guess: LastGuess,
     shard: Arc<Shard>,
     index: Index,
 }
@@ -297,7 +299,80 @@ pub(crate) fn guess_entry(
     if slot.recorder_at != recorder {
         return None;
     }
-    slot.index.only_at(site, mode_bits)
+    let key = LastGuess::key(site, mode_bits);
+    if let Some(e) = slot.last_guess.at(key) {
+        return Some(e);
+    }
+    let guess = slot.index.only_at(site, mode_bits)?;
+    slot.last_guess.offer(key, guess);
+    Some(guess)
+}
+
+/// One site's guess kept in front of [`Index::only_at`]: a thread that
+/// takes one site again and again (a loop) finds its entry with one
+/// compare, not the recent pair's hash and probes (observed Mutex 150 ->
+/// 131 instructions per lock/unlock, `docs/performance.md`, "Session 29").
+///
+/// Set only when empty, from a guess the pair made (so never for a site
+/// where two classes are taken), and emptied by every full look-up
+/// ([`find_entry`]: a new site, so the next site guessed takes it) and
+/// by a guess that proved wrong ([`forget_guess`]). Not set on every
+/// guess: code that cycles through a few sites (a semaphore's down and
+/// up) would then store it on every acquisition and read it back on the
+/// next, which cost the observed Semaphore 22 instructions a cycle and
+/// ~1 ns more than no such guess at all.
+struct LastGuess {
+    /// [`LastGuess::key`] of the site, or [`LastGuess::NONE`].
+    key: Cell<usize>,
+    entry: Cell<*const Entry>,
+}
+
+impl LastGuess {
+    /// No site's key (sites are 8-aligned addresses, never 1).
+    const NONE: usize = 1;
+
+    const fn new() -> LastGuess {
+        LastGuess {
+            key: Cell::new(Self::NONE),
+            entry: Cell::new(std::ptr::null()),
+        }
+    }
+
+    /// A site and mode as one word: call sites are 8-byte aligned, so
+    /// the mode's two bits fit under the site's.
+    #[inline(always)]
+    fn key(site: usize, mode_bits: usize) -> usize {
+        site | mode_bits >> 2
+    }
+
+    /// The guess for `key`, if it is the one kept.
+    #[inline(always)]
+    fn at(&self, key: usize) -> Option<*const Entry> {
+        (self.key.get() == key).then(|| self.entry.get())
+    }
+
+    /// Keeps `entry` as `key`'s guess if none is kept.
+    #[inline(always)]
+    fn offer(&self, key: usize, entry: *const Entry) {
+        if self.key.get() == Self::NONE {
+            self.key.set(key);
+            self.entry.set(entry);
+        }
+    }
+
+    fn forget(&self) {
+        self.key.set(Self::NONE);
+    }
+}
+
+/// Forgets this thread's kept guess ([`LastGuess`]) after it proved
+/// wrong, so that a site where two classes are taken in turn costs one
+/// wrong guess, not one per acquisition.
+#[cold]
+pub(crate) fn forget_guess() {
+    if let Some(slot) = first_slot() {
+        slot.last_guess.forget();
+    }
 }
 
 #[inline(never)]
@@ -325,6 +400,7 @@ fn find_entry(
         slots.swap(0, i);
     }
     let slot = &mut slots[0];
+    slot.last_guess.forget();
     let found = match slot.index.get(&raw) {
         Some(e) => Some(e),
         None => new_entry(slot, raw, key),
@@ -340,6 +416,7 @@ fn new_slot(slots: &mut Vec<Box<Slot>>) -> Option<&mut Slot> {
     recorder.adopt(shard.clone());
     slots.push(Box::new(Slot {
         recorder_at: Arc::as_ptr(&recorder),
+        last_guess: LastGuess::new(),
         recorder,
         shard,
         index: Index::new(),
@@ -478,6 +555,30 @@ mod tests {
         assert_eq!(index.get(&a), Some(ea));
         assert_eq!(index.get(&b), Some(eb));
         assert_eq!(index.last_hit(&b), Some(eb));
+    }
+
+    /// The kept guess takes the first site offered and keeps it against
+    /// later offers (a cycle of sites stores nothing), until forgotten.
+    #[test]
+    fn the_kept_guess_is_the_first_offered_until_forgotten() {
+        use crate::class::Mode;
+        let ea = std::ptr::dangling::<Entry>();
+        let eb = ea.wrapping_add(1);
+        let (a, b) = (0x1000, 0x1018);
+        let (ka, kb) = (
+            LastGuess::key(a, Mode::Exclusive.key_bits()),
+            LastGuess::key(b, Mode::Exclusive.key_bits()),
+        );
+        assert_ne!(ka, LastGuess::key(a, Mode::Read.key_bits()));
+        let guess = LastGuess::new();
+        assert_eq!(guess.at(ka), None);
+        guess.offer(ka, ea);
+        guess.offer(kb, eb);
+        assert_eq!((guess.at(ka), guess.at(kb)), (Some(ea), None));
+        guess.forget();
+        assert_eq!(guess.at(ka), None);
+        guess.offer(kb, eb);
+        assert_eq!((guess.at(ka), guess.at(kb)), (None, Some(eb)));
     }
 
     /// A site's entry is guessed when its pair holds that site once, in
