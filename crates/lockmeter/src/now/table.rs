@@ -150,6 +150,17 @@ fn settled(state: u64, count: usize) -> u64 {
     ((state | GEN_STEP).wrapping_add(GEN_STEP) & !COUNT_MASK) | count as u64
 }
 
+/// [`settled`] for the writer's own state outside a change (its
+/// generation even, as every store but a change's first leaves it) with
+/// `from` held records: one add, where [`settled`] takes three steps that
+/// also settle an odd generation (the lone hold's commit and release run
+/// on every observed acquisition).
+#[inline(always)]
+fn settled_from_even(state: u64, from: u64, count: u64) -> u64 {
+    debug_assert!(!changing(state) && state & COUNT_MASK == from);
+    state.wrapping_add(2 * GEN_STEP + count).wrapping_sub(from)
+}
+
 /// Whether a change is under way in `state` (its generation is odd).
 fn changing(state: u64) -> bool {
     state & GEN_STEP != 0
@@ -271,7 +282,7 @@ impl Table {
         fence(Release);
         self.held[0].set(r);
         Some(FirstHold {
-            state: settled(s, 1),
+            state: settled_from_even(s, 0, 1),
         })
     }
 
@@ -347,7 +358,7 @@ impl Table {
             // No odd step (see the module's doc); record 0 keeps its
             // content, outside the count. Release: pairs with the
             // reader's Acquire load.
-            self.set_state(settled(s, 0), Release);
+            self.set_state(settled_from_even(s, 1, 0), Release);
         }
         lone
     }
