@@ -205,7 +205,7 @@ pub(crate) struct Slot {
     /// it with one load (the `Arc`'s pointer is its count's, 16 bytes
     /// before the recorder: a load and an add).
     recorder_at: *const Recorder,
-    /// The site this thread takes most, guessed with one compare.
+    /// One site's entry, guessed with one compare ([`LastGuess`]).
     last_guess: LastGuess,
     shard: Arc<Shard>,
     index: Index,
@@ -320,7 +320,7 @@ pub(crate) fn guess_entry(
 /// guess: code that cycles through a few sites (a semaphore's down and
 /// up) would then store it on every acquisition and read it back on the
 /// next, which cost the observed Semaphore 22 instructions a cycle and
-/// ~1 ns more than no such guess at all.
+/// about 1 ns more than no such guess at all.
 struct LastGuess {
     /// [`LastGuess::key`] of the site, or [`LastGuess::NONE`].
     key: Cell<usize>,
