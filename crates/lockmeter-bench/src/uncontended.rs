@@ -161,6 +161,13 @@ pub const OPS: &[Op] = &[
         mutex_many_sites
     ),
     op!(
+        "mutex_site_again",
+        "Mutex, its site taken again after another",
+        "parking_lot::Mutex; before the loop, its site taken, then another site taken twice (the thread's kept guess on the other site)",
+        Goal::Info,
+        mutex_site_again
+    ),
+    op!(
         "sync_mutex",
         "sync::Mutex (std API)",
         "std::sync::Mutex, .lock().unwrap() both",
@@ -361,6 +368,39 @@ fn mutex_many_sites<R: Runner>(r: &R) -> Pair {
         move |n| (0..n).for_each(|i| hot_or_cold(bare, 0, i)),
         move |n| (0..n).for_each(|i| hot_or_cold(inst, 0, i)),
     )
+}
+
+/// The Mutex's loop at a site its thread took before another one: the
+/// site's entry is among the thread's recent ones, but the guess it keeps
+/// in front of them (`recorder::shard::LastGuess`) is the other site's.
+/// What a program pays when its hot loop returns to code it ran before.
+fn mutex_site_again<R: Runner>(r: &R) -> Pair {
+    let bare = parking_lot::Mutex::new(0u64);
+    let inst = lockmeter::Mutex::named("bench.mutex_site_again", 0u64);
+    let (bare, inst) = (black_box(&bare), black_box(&inst));
+    // The loop's site, new and then guessed; then another, new (which
+    // empties the kept guess) and then guessed, so kept.
+    site_again_loop(inst, 8);
+    site_again_other(inst, 8);
+    r.pair(
+        move |n| site_again_loop(bare, n),
+        move |n| site_again_loop(inst, n),
+    )
+}
+
+/// [`mutex_site_again`]'s loop, one copy of it for every caller: a call
+/// site's `Location` is a constant that each inlined copy of its code may
+/// have at an address of its own, which lockmeter would count as a site
+/// of its own.
+#[inline(never)]
+fn site_again_loop<L: crate::contended::Take>(lock: &L, n: u64) {
+    (0..n).for_each(|_| lock.take());
+}
+
+/// [`mutex_site_again`]'s other site.
+#[inline(never)]
+fn site_again_other(lock: &lockmeter::Mutex<u64>, n: u64) {
+    (0..n).for_each(|_| *lock.lock() += 1);
 }
 
 /// `lockmeter::sync::Mutex` against std's, `.lock().unwrap()` both: the

@@ -251,3 +251,25 @@ fn timed_holds_kept_beside_the_held_table() {
     let t = &lock(&snap, "miri.nested").total;
     assert_eq!((t.acquisitions, t.hold_timed), (19, 18));
 }
+
+/// A loop back at a site its thread took before another: the thread's
+/// kept guess (on the other site) is read back, found not taken and
+/// replaced, through the entry pointers it keeps.
+#[test]
+fn a_loop_back_at_an_earlier_site_takes_the_kept_guess_back() {
+    let (clock, _mock) = quanta::Clock::mock();
+    let layer = Layer::builder().clock(clock).build();
+    let handle = layer.handle();
+    let dispatch = tracing::Dispatch::new(tracing::subscriber::NoSubscriber::default().with(layer));
+    let m = Mutex::named("miri.again", 0u32);
+    let at_loop = |n: u32| (0..n).for_each(|_| *m.lock() += 1);
+    tracing::dispatcher::with_default(&dispatch, || {
+        at_loop(4);
+        (0..4).for_each(|_| *m.lock() += 1);
+        at_loop(200);
+    });
+    assert_eq!(
+        lock(&handle.snapshot(), "miri.again").total.acquisitions,
+        208
+    );
+}

@@ -436,6 +436,12 @@ impl Entry {
         self.sleeps.add(sleeps);
     }
 
+    /// Acquisitions so far, uncontended and contended.
+    #[inline]
+    pub(crate) fn taken_so_far(&self) -> u64 {
+        self.nowait.get().wrapping_add(self.contended.get())
+    }
+
     /// Contended acquisitions so far.
     #[inline]
     pub(crate) fn contended_so_far(&self) -> u64 {

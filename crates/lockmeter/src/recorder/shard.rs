@@ -313,10 +313,14 @@ pub(crate) fn guess_entry(
 /// compare, not the recent pair's hash and probes (observed Mutex 150 ->
 /// 131 instructions per lock/unlock, `docs/performance.md`, "Session 29").
 ///
-/// Set only when empty, from a guess the pair made (so never for a site
-/// where two classes are taken), and emptied by every full look-up
-/// ([`find_entry`]: a new site, so the next site guessed takes it) and
-/// by a guess that proved wrong ([`forget_guess`]). Not set on every
+/// Set from a guess the pair made (so never for a site where two classes
+/// are taken): when empty, and otherwise in place of the kept one if, over
+/// the last [`LastGuess::REPLACE_AFTER`] guesses from the pair, the kept
+/// site was taken fewer times than that: a loop returning to a site the
+/// thread took before takes the guess back within that many acquisitions,
+/// and a hot site visited by others keeps it ("Session 30"). Emptied by every full look-up
+/// ([`find_entry`]: a new site, so the next site guessed takes it) and by
+/// a guess that proved wrong ([`forget_guess`]). Not replaced on every
 /// guess: code that cycles through a few sites (a semaphore's down and
 /// up) would then store it on every acquisition and read it back on the
 /// next, which cost the observed Semaphore 22 instructions a cycle and
@@ -325,16 +329,29 @@ struct LastGuess {
     /// [`LastGuess::key`] of the site, or [`LastGuess::NONE`].
     key: Cell<usize>,
     entry: Cell<*const Entry>,
+    /// Guesses from the pair left before the next one may replace the
+    /// kept guess; 0 when none is kept.
+    misses_left: Cell<u32>,
+    /// The kept entry's acquisitions ([`Entry::taken_so_far`]) when
+    /// `misses_left` was last set.
+    taken_then: Cell<u64>,
 }
 
 impl LastGuess {
     /// No site's key (sites are 8-aligned addresses, never 1).
     const NONE: usize = 1;
 
+    /// Guesses the pair makes, the kept one missed, before the next may
+    /// replace it: the check ([`LastGuess::renew_or_replace`]) and its
+    /// stores come once per that many misses.
+    const REPLACE_AFTER: u32 = 64;
+
     const fn new() -> LastGuess {
         LastGuess {
             key: Cell::new(Self::NONE),
             entry: Cell::new(std::ptr::null()),
+            misses_left: Cell::new(0),
+            taken_then: Cell::new(0),
         }
     }
 
@@ -351,17 +368,49 @@ impl LastGuess {
         (self.key.get() == key).then(|| self.entry.get())
     }
 
-    /// Keeps `entry` as `key`'s guess if none is kept.
+    /// Counts a guess the pair made for `key` (the kept guess missed); at
+    /// the count's end, [`LastGuess::renew_or_replace`].
     #[inline(always)]
     fn offer(&self, key: usize, entry: *const Entry) {
-        if self.key.get() == Self::NONE {
-            self.key.set(key);
-            self.entry.set(entry);
+        match self.misses_left.get() {
+            0 => self.renew_or_replace(key, entry),
+            left => self.misses_left.set(left - 1),
         }
+    }
+
+    /// Keeps `entry` as `key`'s guess if none is kept, or if the kept
+    /// site was taken fewer than [`LastGuess::REPLACE_AFTER`] times while
+    /// that many guesses missed it; otherwise counts the misses again.
+    #[cold]
+    #[inline(never)]
+    fn renew_or_replace(&self, key: usize, entry: *const Entry) {
+        let kept = match self.key.get() {
+            Self::NONE => None,
+            // SAFETY: a kept entry is one of this thread's entries in the
+            // slot holding this guess, which live as long as the slot.
+            _ => Some(unsafe { &*self.entry.get() }.taken_so_far()),
+        };
+        let taken = match kept {
+            Some(now)
+                if now.wrapping_sub(self.taken_then.get()) >= u64::from(Self::REPLACE_AFTER) =>
+            {
+                now
+            }
+            _ => {
+                self.key.set(key);
+                self.entry.set(entry);
+                // SAFETY: `entry` is one of this thread's entries in this
+                // guess's slot (the pair's guess), as above.
+                unsafe { &*entry }.taken_so_far()
+            }
+        };
+        self.taken_then.set(taken);
+        self.misses_left.set(Self::REPLACE_AFTER);
     }
 
     fn forget(&self) {
         self.key.set(Self::NONE);
+        self.misses_left.set(0);
     }
 }
 
@@ -557,28 +606,87 @@ mod tests {
         assert_eq!(index.last_hit(&b), Some(eb));
     }
 
+    /// A standalone entry for the kept guess's tests.
+    fn test_entry() -> Entry {
+        use crate::class::{Class, Mode};
+        use lockmeter_model::LockKind;
+        use std::panic::Location;
+        let key = SiteKey {
+            class: Class::new(Some("lockmeter.test.kept_guess"), Location::caller()),
+            kind: LockKind::Mutex,
+            site: Location::caller(),
+            mode: Mode::Exclusive,
+        };
+        Entry::new(key, [0; 3], 0, quanta::Clock::mock().0, u64::MAX, 1)
+    }
+
+    /// `n` acquisitions counted at `e`, each a miss of the kept guess
+    /// (`offer`) when `missed` is `Some`.
+    fn take(guess: &LastGuess, e: &Entry, n: u32, missed: Option<usize>) {
+        for _ in 0..n {
+            if let Some(key) = missed {
+                guess.offer(key, e);
+            }
+            e.count_nowait_after(e.nowait_so_far());
+        }
+    }
+
     /// The kept guess takes the first site offered and keeps it against
-    /// later offers (a cycle of sites stores nothing), until forgotten.
+    /// later offers until forgotten; a site that misses it
+    /// [`LastGuess::REPLACE_AFTER`] times while the kept one is not taken
+    /// (a loop back at a site taken before) then takes it.
     #[test]
-    fn the_kept_guess_is_the_first_offered_until_forgotten() {
+    fn the_kept_guess_is_the_first_offered_until_forgotten_or_not_taken() {
         use crate::class::Mode;
-        let ea = std::ptr::dangling::<Entry>();
-        let eb = ea.wrapping_add(1);
+        let (ea, eb) = (test_entry(), test_entry());
         let (a, b) = (0x1000, 0x1018);
         let (ka, kb) = (
             LastGuess::key(a, Mode::Exclusive.key_bits()),
             LastGuess::key(b, Mode::Exclusive.key_bits()),
         );
         assert_ne!(ka, LastGuess::key(a, Mode::Read.key_bits()));
+        let (pa, pb) = (&ea as *const Entry, &eb as *const Entry);
         let guess = LastGuess::new();
         assert_eq!(guess.at(ka), None);
-        guess.offer(ka, ea);
-        guess.offer(kb, eb);
-        assert_eq!((guess.at(ka), guess.at(kb)), (Some(ea), None));
+        guess.offer(ka, pa);
+        guess.offer(kb, pb);
+        assert_eq!((guess.at(ka), guess.at(kb)), (Some(pa), None));
         guess.forget();
         assert_eq!(guess.at(ka), None);
-        guess.offer(kb, eb);
-        assert_eq!((guess.at(ka), guess.at(kb)), (None, Some(eb)));
+        guess.offer(kb, pb);
+        assert_eq!((guess.at(ka), guess.at(kb)), (None, Some(pb)));
+        // `b` is kept and no longer taken; `a` misses it
+        // `REPLACE_AFTER` times, and the next miss replaces it.
+        take(&guess, &ea, LastGuess::REPLACE_AFTER, Some(ka));
+        assert_eq!((guess.at(ka), guess.at(kb)), (None, Some(pb)));
+        take(&guess, &ea, 1, Some(ka));
+        assert_eq!((guess.at(ka), guess.at(kb)), (Some(pa), None));
+    }
+
+    /// A kept site taken at least as often as others miss it keeps the
+    /// guess: a hot site among cold ones, and two sites taken in turn
+    /// (a semaphore's down and up), which would otherwise swap it.
+    #[test]
+    fn a_kept_guess_taken_as_often_as_it_misses_stays() {
+        use crate::class::Mode;
+        let (hot, cold) = (test_entry(), test_entry());
+        let (kh, kc) = (
+            LastGuess::key(0x1000, Mode::Exclusive.key_bits()),
+            LastGuess::key(0x1018, Mode::Exclusive.key_bits()),
+        );
+        let guess = LastGuess::new();
+        guess.offer(kh, &hot);
+        for _ in 0..10 * LastGuess::REPLACE_AFTER {
+            take(&guess, &hot, 1, None);
+            take(&guess, &cold, 1, Some(kc));
+            assert_eq!(guess.at(kh), Some(&hot as *const Entry));
+        }
+        // Taken less often than it misses, it goes.
+        for _ in 0..2 * LastGuess::REPLACE_AFTER {
+            take(&guess, &cold, 2, Some(kc));
+            take(&guess, &hot, 1, None);
+        }
+        assert_eq!(guess.at(kc), Some(&cold as *const Entry));
     }
 
     /// A site's entry is guessed when its pair holds that site once, in
