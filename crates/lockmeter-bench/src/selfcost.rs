@@ -14,8 +14,11 @@
 //! once, at the recorder's first snapshot: a row whose host probe differs
 //! from the probe around that calibration by [`host::SHARED_CORE`] or more
 //! compares costs taken on differently shared cores and is SHARED, not
-//! judged (see `host.rs`).
+//! judged (see `host.rs`). A recorder measures its costs again at up to
+//! two later snapshots and keeps the calmest measurement; the rows track
+//! the probe around each ([`CalibrationProbes`]).
 
+use std::cell::RefCell;
 use std::hint::black_box;
 
 use lockmeter_model::Snapshot;
@@ -65,25 +68,66 @@ fn estimate_per_op(earlier: &Snapshot, later: &Snapshot, id: &str) -> Option<(f6
     })
 }
 
+/// The host probe around each measurement of a recorder's process-wide
+/// costs, by its number (`OpCosts::calibrations`): the first snapshot
+/// measures them and up to two later ones may measure again, keeping the
+/// calmest (`OpCosts::calibration_kept`).
+#[derive(Default)]
+struct CalibrationProbes(RefCell<Vec<f64>>);
+
+impl CalibrationProbes {
+    /// Probes already known: the first measurement's, taken by the caller.
+    fn starting_with(first: f64) -> CalibrationProbes {
+        CalibrationProbes(RefCell::new(vec![first]))
+    }
+
+    /// A snapshot from `read`, between two host probes, whose mean is
+    /// noted for every measurement that snapshot took.
+    fn read(&self, read: &dyn Fn() -> Snapshot) -> (Snapshot, f64) {
+        let (snap, probe) = host::around(read);
+        let taken = snap
+            .self_cost
+            .as_ref()
+            .map_or(0, |sc| sc.costs.calibrations);
+        let mut probes = self.0.borrow_mut();
+        while probes.len() < taken as usize {
+            probes.push(probe);
+        }
+        (snap, probe)
+    }
+
+    /// The probe around the measurement `snap`'s costs come from, and its
+    /// number and the count taken; `None` for an older recorder that says
+    /// neither.
+    fn of(&self, snap: &Snapshot) -> Option<(f64, u32, u32)> {
+        let costs = &snap.self_cost.as_ref()?.costs;
+        let kept = costs.calibration_kept;
+        let probe = self
+            .0
+            .borrow()
+            .get(kept.checked_sub(1)? as usize)
+            .copied()?;
+        Some((probe, kept, costs.calibrations))
+    }
+}
+
 /// One row: `measure` runs the interleaved pair under the layer `read`
 /// snapshots; the estimate is over the acquisitions of class `id` it made.
-/// `calibrated_at`: the host probe around the recorder's calibration, if
-/// it was taken already; else the probe around this row's first read,
-/// which times the recorder's own costs (the part measured once per
-/// process and lookup may be older).
+/// `probes`: the host probes around the recorder's calibrations so far.
 fn row(
     key: &str,
     label: &str,
     id: &str,
     read: &dyn Fn() -> Snapshot,
-    calibrated_at: Option<f64>,
+    probes: &CalibrationProbes,
     measure: impl FnOnce() -> Pair,
 ) -> Row {
-    // The first snapshot of a recorder calibrates: not inside the pair.
-    let (before, first_read) = host::around(read);
-    let calibrated_at = calibrated_at.unwrap_or(first_read);
+    // A snapshot may calibrate: not inside the pair.
+    let (before, first_read) = probes.read(read);
     let pair = measure();
-    let after = read();
+    let (after, _) = probes.read(read);
+    // The estimate is the later snapshot's costs on the window's counts.
+    let (calibrated_at, kept, taken) = probes.of(&after).unwrap_or((first_read, 0, 0));
     let measured = pair.instrumented - pair.bare;
     let mut row = Row::new(
         &format!("selfcost_{key}"),
@@ -114,9 +158,10 @@ fn row(
     row.note(format!(
         "bare = measured added cost ({:.2} observed - {:.2} bare ns/op, medians), instr = \
          self_cost estimate over the {n} observed acquisitions ({inside:.2} inside + \
-         {outside:.2} outside the critical section), lookup {}, calibrated in {:.1} ms; \
-         host probe {:.3} ns/round against {calibrated_at:.3} around the calibration; \
-         goal estimate/measured within {:.2}-{:.2}: {verdict}",
+         {outside:.2} outside the critical section), lookup {}, calibrated in {:.1} ms \
+         (measurement {kept} of {taken} kept); host probe {:.3} ns/round against \
+         {calibrated_at:.3} around that measurement; goal estimate/measured within \
+         {:.2}-{:.2}: {verdict}",
         pair.instrumented,
         pair.bare,
         costs.map_or("?", |c| c.lookup.as_str()),
@@ -135,33 +180,24 @@ pub fn rows(cfg: &Config, handle: &lockmeter::Handle, calibrated_at: f64) -> Vec
     use tracing_subscriber::prelude::*;
 
     let global = || handle.cumulative();
+    let probes = CalibrationProbes::starting_with(calibrated_at);
     let mut rows = Vec::new();
 
     const SPIN: &str = "bench.selfcost.spinlock";
     let bare = BareSpinLock::new(0u64);
     let inst = lockmeter::SpinLock::named(SPIN, 0u64);
     let (b, i) = (black_box(&bare), black_box(&inst));
-    rows.push(row(
-        "spinlock",
-        "SpinLock",
-        SPIN,
-        &global,
-        Some(calibrated_at),
-        || increment_loops!(cfg, b, i),
-    ));
+    rows.push(row("spinlock", "SpinLock", SPIN, &global, &probes, || {
+        increment_loops!(cfg, b, i)
+    }));
 
     const MUTEX: &str = "bench.selfcost.mutex";
     let bare = parking_lot::Mutex::new(0u64);
     let inst = lockmeter::Mutex::named(MUTEX, 0u64);
     let (b, i) = (black_box(&bare), black_box(&inst));
-    rows.push(row(
-        "mutex",
-        "Mutex",
-        MUTEX,
-        &global,
-        Some(calibrated_at),
-        || increment_loops!(cfg, b, i),
-    ));
+    rows.push(row("mutex", "Mutex", MUTEX, &global, &probes, || {
+        increment_loops!(cfg, b, i)
+    }));
 
     // The estimate is a lock placed anywhere in code placed anywhere (the
     // calibration's is the mean of eight copies of its loop, at eight line
@@ -174,7 +210,7 @@ pub fn rows(cfg: &Config, handle: &lockmeter::Handle, calibrated_at: f64) -> Vec
             &format!("{name}, 8 copies of the code at 8 line offsets"),
             class,
             &global,
-            Some(calibrated_at),
+            &probes,
             || placement::mean_pair(&lock.copies(cfg)),
         ));
     }
@@ -197,7 +233,7 @@ pub fn rows(cfg: &Config, handle: &lockmeter::Handle, calibrated_at: f64) -> Vec
             "Mutex, scoped, every hold timed",
             TIMED,
             &read,
-            None,
+            &CalibrationProbes::default(),
             || {
                 ns_pair(
                     cfg,

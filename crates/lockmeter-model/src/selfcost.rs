@@ -44,7 +44,7 @@ pub struct SelfCost {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct OpCosts {
-    /// Wall time the calibration took, once per process.
+    /// Wall time the calibration took, all its measurements together.
     pub calibration_ns: u64,
     /// Operations timed per measurement.
     pub iterations: u64,
@@ -76,6 +76,14 @@ pub struct OpCosts {
     /// A waiter's capture is inside the critical section, a holder's
     /// outside.
     pub stack_capture_ns: f64,
+    /// How many times the process measured `kinds` so far: at the first
+    /// snapshot and at up to two later ones, a second or more apart. 0 in
+    /// older dumps, which measured once.
+    pub calibrations: u32,
+    /// Which of those measurements `kinds` comes from, counting from 1:
+    /// the one whose observed locks ran fastest, so on the calmest core.
+    /// 0 in older dumps.
+    pub calibration_kept: u32,
 }
 
 /// What one observed acquisition of one kind adds over the bare lock.

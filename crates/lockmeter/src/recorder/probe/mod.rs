@@ -13,16 +13,18 @@
 //! |---|---|
 //! | `mod.rs` | [`ProbeState`], kept by each recorder, and [`fill`], the snapshot hook |
 //! | `calibrate.rs` | the measurement of the per-operation costs |
+//! | `measured.rs` | each measurement taken again at later snapshots, the calmest kept |
 //! | `budget.rs` | `LOCKMETER_BUDGET`: the rates lowered to stay under it |
 
 mod budget;
 mod calibrate;
+mod measured;
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::atomic::{AtomicU32, AtomicU64};
-use std::sync::{Mutex, OnceLock};
+use std::sync::Mutex;
 
-use lockmeter_model::selfcost::{OpCosts, SelfCost};
+use lockmeter_model::selfcost::SelfCost;
 use lockmeter_model::Snapshot;
 
 use super::Recorder;
@@ -32,8 +34,9 @@ pub(crate) use self::budget::{parse_budget, start_ticks};
 /// What a recorder keeps for self-accounting: its measured costs, the
 /// sampling rates in effect (lowered by a budget) and the budget's state.
 pub(crate) struct ProbeState {
-    /// Measured at the first snapshot; `None` if calibration failed.
-    costs: OnceLock<Option<OpCosts>>,
+    /// The costs measured on this recorder's clock and stack depth, at
+    /// its first snapshot and again at later ones (`measured.rs`).
+    costs: Mutex<measured::Measured<calibrate::RecorderPart>>,
     /// The uncontended hold sampling in effect (a power of two).
     hold_every: AtomicU32,
     /// The stack sampling rate in effect, in ns (0: stacks off).
@@ -47,7 +50,7 @@ impl ProbeState {
     /// `stack_rate_ns`.
     pub(crate) fn new(sample_every: u32, stack_rate_ns: u64) -> ProbeState {
         ProbeState {
-            costs: OnceLock::new(),
+            costs: Mutex::new(measured::Measured::new()),
             hold_every: AtomicU32::new(sample_every),
             stack_rate_ns: AtomicU64::new(stack_rate_ns),
             budget: Mutex::new(None),
@@ -75,18 +78,23 @@ impl ProbeState {
 }
 
 /// The snapshot hook: adds `self_cost` to a cumulative snapshot of `rec`
-/// (calibrating first if this is the recorder's first snapshot), lets the
+/// (calibrating first at its first snapshot, and again at up to two later
+/// ones a second or more apart: `measured.rs`), lets the
 /// budget re-evaluate the rates, and states the rates in effect.
 pub(crate) fn fill(rec: &Recorder, snap: &mut Snapshot) {
     // A global recorder also recorded the calibration's own locks.
     snap.locks
         .retain(|l| !l.id.starts_with(calibrate::CLASS_PREFIX));
-    let Some(costs) = rec
+    let part = rec
         .probe
         .costs
-        .get_or_init(|| calibrate::costs_for(rec))
-        .clone()
-    else {
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(|| calibrate::recorder_part(rec));
+    let Some((part, taken)) = part else {
+        return;
+    };
+    let Some(costs) = calibrate::costs_for(rec, &part, taken.took_ns) else {
         return;
     };
     let mut sc = SelfCost {
