@@ -163,7 +163,7 @@ pub const OPS: &[Op] = &[
     op!(
         "mutex_site_again",
         "Mutex, its site taken again after another",
-        "parking_lot::Mutex; before the loop, its site taken, then another site taken twice (the thread's kept guess on the other site)",
+        "parking_lot::Mutex; before the loop, its site taken 8 times, then another site 8 times (the thread's kept guess on the other site)",
         Goal::Info,
         mutex_site_again
     ),
