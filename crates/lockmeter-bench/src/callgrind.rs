@@ -45,6 +45,10 @@ pub enum Side {
     /// The least features under a scoped dispatcher holding a layer, a
     /// global one installed too (`least::part::SCOPED`).
     LeastScoped,
+    /// Observed by the global dispatcher on a thread that has taken a
+    /// lock under a scoped one first: what a thread pays under the global
+    /// layer after using a scoped one.
+    AfterScoped,
 }
 
 impl Side {
@@ -56,6 +60,7 @@ impl Side {
             Side::Scoped => "scoped",
             Side::Least => "least",
             Side::LeastScoped => "least_scoped",
+            Side::AfterScoped => "after_scoped",
         }
     }
 
@@ -67,6 +72,7 @@ impl Side {
             "scoped" => Some(Side::Scoped),
             "least" => Some(Side::Least),
             "least_scoped" => Some(Side::LeastScoped),
+            "after_scoped" => Some(Side::AfterScoped),
             _ => None,
         }
     }
@@ -82,7 +88,9 @@ impl Runner for Child {
     fn pair(&self, mut bare: impl Loop, mut inst: impl Loop) -> Pair {
         match self.side {
             Side::Bare => warm_then_measure(self.ops, &mut bare),
-            Side::Instrumented(_) | Side::Scoped => warm_then_measure(self.ops, &mut inst),
+            Side::Instrumented(_) | Side::Scoped | Side::AfterScoped => {
+                warm_then_measure(self.ops, &mut inst)
+            }
             Side::Least | Side::LeastScoped => {
                 unreachable!("the least sides run `least::callgrind_loop`")
             }
@@ -110,8 +118,12 @@ pub fn child(spec: &str, ops: u64) -> Result<(), String> {
     let (what, side) = spec
         .split_once(':')
         .ok_or_else(|| format!("--callgrind-child wants WHAT:SIDE, got {spec:?}"))?;
-    let side = Side::parse(side)
-        .ok_or_else(|| format!("side {side:?}: expected bare, unobserved or observed"))?;
+    let side = Side::parse(side).ok_or_else(|| {
+        format!(
+            "side {side:?}: expected bare, unobserved, observed, scoped, least, \
+                 least_scoped or after_scoped"
+        )
+    })?;
     let op = OPS
         .iter()
         .find(|o| o.what == what)
@@ -120,7 +132,11 @@ pub fn child(spec: &str, ops: u64) -> Result<(), String> {
     let layered = || tracing_subscriber::registry().with(lockmeter::Layer::new());
     if matches!(
         side,
-        Side::Instrumented(Phase::Observed) | Side::Scoped | Side::Least | Side::LeastScoped
+        Side::Instrumented(Phase::Observed)
+            | Side::Scoped
+            | Side::Least
+            | Side::LeastScoped
+            | Side::AfterScoped
     ) {
         tracing::subscriber::set_global_default(layered())
             .map_err(|e| format!("could not install the layer: {e}"))?;
@@ -142,6 +158,15 @@ pub fn child(spec: &str, ops: u64) -> Result<(), String> {
             .join()
             .map_err(|_| "the global acquisition panicked".to_string())?;
         tracing::dispatcher::with_default(&tracing::Dispatch::new(layered()), run);
+    } else if side == Side::AfterScoped {
+        // One acquisition under the global layer (so that lockmeter has
+        // remembered it), one under a scoped layer, then the loop under
+        // the global one again, all on this thread.
+        *lockmeter::Mutex::named("bench.callgrind.global", 0u64).lock() += 1;
+        tracing::dispatcher::with_default(&tracing::Dispatch::new(layered()), || {
+            *lockmeter::Mutex::named("bench.callgrind.scoped", 0u64).lock() += 1;
+        });
+        run();
     } else {
         run();
     }
@@ -261,6 +286,18 @@ pub fn rows(only: &[String], ops: u64) -> Vec<Row> {
             let note = "bare: the least features under the global dispatcher; \
                         instrumented: under a scoped one, its layer found by a downcast";
             rows.push(filled(row, &least, &counted(Side::LeastScoped), note));
+            let row = Row::new(
+                &format!("callgrind_after_scoped_vs_global_{}", op.what),
+                &format!(
+                    "callgrind observed {}, global, on a thread that used a scoped layer",
+                    op.label
+                ),
+                Unit::InstrPerOp,
+                Goal::Info,
+            );
+            let note = "bare: the same loop on a thread that never used a scoped layer; \
+                        instrumented: after one acquisition under a scoped layer";
+            rows.push(filled(row, &observed, &counted(Side::AfterScoped), note));
         }
     }
     if let Ok(dir) = dir {
@@ -329,6 +366,7 @@ mod tests {
             Side::Scoped,
             Side::Least,
             Side::LeastScoped,
+            Side::AfterScoped,
         ] {
             assert_eq!(Side::parse(side.key()), Some(side));
         }

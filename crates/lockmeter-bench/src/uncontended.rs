@@ -55,11 +55,13 @@ impl Runner for Config {
 /// ("bare"), against the same loop under `dispatch` as a scoped default,
 /// on a thread of its own ("instrumented"), batches interleaved.
 ///
-/// Own threads, because a thread that has recorded under a scoped
-/// dispatcher once pays more under the global one ever after (callgrind:
-/// 163 -> 221 instructions per observed SpinLock cycle, a site lookup on
-/// every acquisition), which would charge the global side with the
-/// scoped one's cost. Both on one CPU (`PinnedHere`), the one the host
+/// Own threads, so that neither side finds the thread's state (its
+/// recorder slot in front, `recorder::current`'s scoped-dispatcher mark)
+/// as the other side left it: until session 31 a thread that had recorded
+/// under a scoped dispatcher paid more under the global one ever after
+/// (callgrind: 163 -> 221 instructions per observed SpinLock cycle in
+/// session 26, +9 in session 31; the `after_scoped` callgrind rows), which
+/// would charge the global side with the scoped one's cost. Both on one CPU (`PinnedHere`), the one the host
 /// probe after each repetition reads: on two, a busy sibling vCPU slowed
 /// the scoped side alone, unseen (session 26 read the Mutex row at 2.4
 /// with the probe calm, 1.6 in the same build otherwise).

@@ -151,6 +151,14 @@ pub use reentrant_mutex::{
     MeteredReentrantMutex, MeteredReentrantMutexGuard, ReentrantMutex, ReentrantMutexGuard,
 };
 
+/// Whether this thread finds its recorder the scoped-dispatcher way
+/// (`recorder::current`), for `tests/global_dispatcher.rs` only: a thread
+/// back under the global layer must not pay for that way.
+#[doc(hidden)]
+pub fn __thread_takes_scoped_way() -> bool {
+    thread_ptrs::found_scoped_layer()
+}
+
 /// The `now` tables' seqlock, for the loom models in `tests/loom.rs` only.
 #[cfg(lockmeter_loom)]
 #[doc(hidden)]

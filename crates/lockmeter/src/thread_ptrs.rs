@@ -33,8 +33,9 @@ pub(crate) struct ThreadPtrs {
     /// `now`'s slot for this thread: null before registration,
     /// `now::thread::DEAD` after exit (see `now::thread::with_slot`).
     pub(crate) now_slot: Cell<*const ThreadSlot>,
-    /// Not 0 once this thread has found a lockmeter layer in a scoped
-    /// dispatcher (see `recorder::current`).
+    /// Not 0 from the moment this thread finds a lockmeter layer in a
+    /// scoped dispatcher until it is next seen under the remembered global
+    /// one (see `recorder::current`).
     pub(crate) scoped_layer: Cell<usize>,
 }
 
@@ -64,9 +65,15 @@ pub(crate) fn found_scoped_layer() -> bool {
 }
 
 /// Notes that this thread has found a lockmeter layer in a scoped
-/// dispatcher; never cleared.
+/// dispatcher, until [`clear_found_scoped_layer`].
 pub(crate) fn set_found_scoped_layer() {
     imp::with(|t| t.scoped_layer.set(1))
+}
+
+/// Notes that this thread is back under the remembered global
+/// dispatcher (`recorder::current_once`).
+pub(crate) fn clear_found_scoped_layer() {
+    imp::with(|t| t.scoped_layer.set(0))
 }
 
 /// Sets this thread's [`now_slot`], giving back what it was; exposed as

@@ -81,9 +81,10 @@ fn every_thread_records_into_the_global_layer_and_scopes_stay_apart() {
 
     // One thread going from a scoped layer to the global one, to a second
     // scoped layer, to a scoped subscriber without lockmeter and back:
-    // once it has found a layer in a scoped dispatcher it asks tracing
-    // once per acquisition (`recorder::current`), and every acquisition
-    // still lands in the layer in effect.
+    // while it uses a layer in a scoped dispatcher it asks tracing once
+    // per acquisition (`recorder::current`), back under the global layer
+    // it takes the global way again, and every acquisition still lands in
+    // the layer in effect.
     let first = lockmeter::Layer::new();
     let (first_handle, first) = (
         first.handle(),
@@ -99,12 +100,17 @@ fn every_thread_records_into_the_global_layer_and_scopes_stay_apart() {
     let s = switching.clone();
     std::thread::spawn(move || {
         let take = |n: u64| (0..n).for_each(|_| *s.lock() += 1);
+        let scoped_way = lockmeter::__thread_takes_scoped_way;
         tracing::dispatcher::with_default(&first, || take(3));
+        assert!(scoped_way(), "a layer found in a scoped dispatcher");
         take(5);
+        assert!(!scoped_way(), "back under the global layer");
         tracing::dispatcher::with_default(&second, || take(7));
         tracing::dispatcher::with_default(&plain, || take(11));
+        assert!(scoped_way(), "no layer in the plain one: still scoped");
         tracing::dispatcher::with_default(&first, || take(13));
         take(17);
+        assert!(!scoped_way(), "back under the global layer again");
     })
     .join()
     .unwrap();

@@ -22,7 +22,7 @@ use tracing::Dispatch;
 use self::build::Book;
 use self::entry::Entry;
 use self::shard::Shard;
-use crate::thread_ptrs::{found_scoped_layer, set_found_scoped_layer};
+use crate::thread_ptrs::{clear_found_scoped_layer, found_scoped_layer, set_found_scoped_layer};
 use crate::Layer;
 
 /// How many layers exist. While zero, instrumented locks skip recording
@@ -51,8 +51,8 @@ pub(crate) fn observing() -> bool {
 /// (`docs/performance.md`, "Session 21"). Anything but the remembered
 /// global dispatcher asks `get_default` again ([`current_elsewhere`]):
 /// nothing on this thread can change its dispatcher in between. A thread
-/// that has once found a layer that way under a scoped dispatcher asks
-/// once instead ([`current_once`]).
+/// that has found a layer that way under a scoped dispatcher asks once
+/// instead ([`current_once`]), until it is back under the global one.
 #[inline]
 pub(crate) fn current() -> Option<*const Recorder> {
     if found_scoped_layer() {
@@ -74,11 +74,21 @@ pub(crate) fn current() -> Option<*const Recorder> {
 /// Once the global dispatcher is remembered, any other is only downcast:
 /// what else [`find_layer`] does (remembering the global one, marking the
 /// thread) has been done by then.
+///
+/// Back under the global dispatcher, the thread's mark is cleared, so that
+/// its next acquisitions take [`current_global`]'s inlined way again: kept,
+/// the mark cost every later acquisition of a thread that had once used a
+/// scoped layer about 1 ns (observed SpinLock +4.2 -> +5.2 ns, Mutex
+/// +2.5 -> +3.4, after the bench's `snapshot` step had run a scoped layer
+/// on the same thread; `docs/performance.md`, "Session 31"). A thread that
+/// goes back and forth pays one more `get_default` at each return to a
+/// scoped layer ([`current_elsewhere`], which marks it again).
 #[inline(never)]
 fn current_once() -> Option<*const Recorder> {
     tracing::dispatcher::get_default(|d| {
         let global = GLOBAL.dispatch.load(Acquire);
         if std::ptr::eq(d, global) {
+            clear_found_scoped_layer();
             Some(GLOBAL.recorder.load(Relaxed).cast_const())
         } else if global.is_null() {
             find_layer(d)
