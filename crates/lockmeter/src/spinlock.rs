@@ -198,7 +198,7 @@ impl<T: ?Sized> Drop for SpinLockGuard<'_, T> {
     #[inline]
     fn drop(&mut self) {
         self.hold
-            .release_blaming(&self.lock.meta, || self.lock.unlock_raw());
+            .release_blaming_inline(&self.lock.meta, || self.lock.unlock_raw());
     }
 }
 

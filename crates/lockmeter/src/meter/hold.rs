@@ -299,8 +299,28 @@ impl Hold {
     /// call and a guard spilled to memory).
     #[inline(always)]
     pub(crate) fn release_blaming(&self, meta: &Meta, unlock: impl FnOnce()) {
+        self.release_blaming_as::<false>(meta, unlock)
+    }
+
+    /// [`Hold::release_blaming`] with the lone observed release inline
+    /// too (no call: the held-lock table's one store, then `unlock`), for
+    /// a guard whose drop stays small with it: the SpinLock's, whose
+    /// unlock is one store (observed SpinLock 116 -> 112 instructions per
+    /// lock/unlock). The Mutex guard's drop grew its callers' loops with it
+    /// (unobserved Mutex 14 -> 27, observed 128 -> 135;
+    /// `docs/performance.md`, "Session 31").
+    #[inline(always)]
+    pub(crate) fn release_blaming_inline(&self, meta: &Meta, unlock: impl FnOnce()) {
+        self.release_blaming_as::<true>(meta, unlock)
+    }
+
+    /// [`Hold::release_blaming`], its lone observed release inline when
+    /// `INLINE`.
+    #[inline(always)]
+    fn release_blaming_as<const INLINE: bool>(&self, meta: &Meta, unlock: impl FnOnce()) {
         match self.timing {
             Timing::Untimed => unlock(),
+            Timing::Observed if INLINE => release_lone_or_nested(self.held, unlock),
             Timing::Observed => release_observed(self.held, unlock),
             // A copy, so that the guard's own hold never has its address
             // taken (which would keep it in memory on every path).
@@ -401,6 +421,12 @@ impl Hold {
 /// section (`docs/performance.md`, "Session 9").
 #[inline(never)]
 fn release_observed(held: u32, unlock: impl FnOnce()) {
+    release_lone_or_nested(held, unlock)
+}
+
+/// [`release_observed`]'s body, inline in [`Hold::release_blaming_inline`].
+#[inline(always)]
+fn release_lone_or_nested(held: u32, unlock: impl FnOnce()) {
     if now::hold_ends_if_lone(held) {
         return unlock();
     }
