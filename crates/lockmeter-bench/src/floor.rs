@@ -36,6 +36,11 @@
 //!   with what any wrapper that can be observed must do first when it is
 //!   not: load its flag and branch on it. In the loop shape of the
 //!   unobserved row it floors.
+//! - **Unobserved RwLock write, the `placement` step's reload loop.**
+//!   parking_lot's write against the same behind that flag's check (and
+//!   the branch's outcome tested again before the unlock, as a guard
+//!   tests its hold), at the 8 line offsets: what any wrapper that can be
+//!   observed must do there.
 //!
 //! `docs/performance.md` ("What misses, and what it would take") reads
 //! these rows.
@@ -48,6 +53,7 @@ use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use crate::bare::BareSpinLock;
 use crate::contended::{lock_pair, Take, WORK_ROUNDS};
 use crate::measure::Config;
+use crate::placement::Placed;
 use crate::report::{Goal, Row, Unit};
 
 thread_local! {
@@ -278,6 +284,7 @@ pub fn rows(cfg: &Config) -> Vec<Row> {
     rows.extend(observed_rows(cfg));
     rows.push(rwlock_read_row(cfg));
     rows.push(notify_empty_row(cfg));
+    rows.push(rwlock_write_flag_row(cfg));
     rows
 }
 
@@ -364,6 +371,75 @@ fn rwlock_read_row(cfg: &Config) -> Row {
     .note(
         "no profiler: ratio = parking_lot::RwLock read / std::sync::RwLock read; the raw \
          lock under lockmeter::sync::RwLock until session 20 (now std's own)",
+    )
+}
+
+/// The floor under the unobserved RwLock write rows of the `placement`
+/// step's reload loop (`Shape::Reload`): parking_lot's RwLock write
+/// against the same behind what any wrapper that can be observed must do
+/// when it is not: a never-set flag's load and branch before the lock, and
+/// the branch's outcome tested again before the unlock (lockmeter's guard
+/// tests its hold there). The mean over the 8 line offsets, as those rows.
+fn rwlock_write_flag_row(cfg: &Config) -> Row {
+    use lock_api::RawRwLock as _;
+    static OBSERVED: AtomicBool = AtomicBool::new(false);
+    type Lock = parking_lot::RwLock<u64>;
+    type Token = <parking_lot::RawRwLock as lock_api::RawRwLock>::ExclusiveGuard;
+    /// Where an observed wrapper would go; never taken here.
+    #[cold]
+    #[inline(never)]
+    fn observed(l: &Lock) -> (Token, bool) {
+        // SAFETY: the raw lock is only taken and released in pairs here.
+        (unsafe { l.raw() }.lock_exclusive(), true)
+    }
+    #[cold]
+    #[inline(never)]
+    fn release_observed(l: &Lock, token: Token) {
+        // SAFETY: `token` is `observed`'s exclusive acquisition.
+        unsafe { l.raw().unlock_exclusive(token) }
+    }
+    #[inline(always)]
+    fn flagged_write(l: &Lock) {
+        let (token, observing) = match OBSERVED.load(Relaxed) {
+            true => observed(l),
+            // SAFETY: as in `observed`.
+            false => (unsafe { l.raw() }.lock_exclusive(), false),
+        };
+        // SAFETY: the lock is held exclusively.
+        unsafe { *l.data_ptr() += 1 };
+        match observing {
+            true => release_observed(l, token),
+            // SAFETY: `token` is this branch's exclusive acquisition.
+            false => unsafe { l.raw().unlock_exclusive(token) },
+        }
+    }
+    let pairs: Vec<crate::measure::Pair> = (0..8)
+        .map(|k| {
+            let (bare, flagged) = (
+                Placed::new(8 * k, Lock::new(0)),
+                Placed::new(8 * k, Lock::new(0)),
+            );
+            crate::measure::shape_pair!(
+                cfg,
+                crate::measure::Shape::Reload,
+                (bare.get(), flagged.get()),
+                l => *l.write() += 1,
+                l => flagged_write(l)
+            )
+        })
+        .collect();
+    Row::new(
+        "floor_rwlock_write_flag_reload",
+        "floor: RwLock write, + an observed flag's check, reload loop, mean over the 8 line offsets",
+        Unit::NsPerOp,
+        Goal::Info,
+    )
+    .with_pair(crate::placement::mean_pair(&pairs))
+    .note(
+        "no profiler: ratio = parking_lot RwLock write behind one relaxed load of a flag and a \
+         branch, and the branch's outcome tested again before the unlock / the bare write, \
+         both in the placement step's reload loop, the mean over the 8 line offsets; the \
+         floor under the unobserved RwLock write placement row",
     )
 }
 
