@@ -243,61 +243,60 @@ pub fn rows(only: &[String], ops: u64) -> Vec<Row> {
             rows.push(filled(row, &bare, inst, &note));
         }
         if SCOPED.contains(&op.what) {
-            let row = Row::new(
-                &format!("callgrind_scoped_vs_global_{}", op.what),
-                &format!(
-                    "callgrind observed {}, scoped dispatcher vs global",
-                    op.label
+            let (scoped, least) = (counted(Side::Scoped), counted(Side::Least));
+            let least_scoped = counted(Side::LeastScoped);
+            let after_scoped = counted(Side::AfterScoped);
+            let label = op.label;
+            let least_note = format!("{LEAST_NOTE}; bare: {}", op.bare);
+            // (key, label, bare side, instrumented side, note)
+            let more = [
+                (
+                    "scoped_vs_global",
+                    format!("observed {label}, scoped dispatcher vs global"),
+                    &observed,
+                    &scoped,
+                    "bare: the same lockmeter loop under the global dispatcher",
                 ),
-                Unit::InstrPerOp,
-                Goal::Info,
-            );
-            let note = "bare: the same lockmeter loop under the global dispatcher";
-            rows.push(filled(row, &observed, &counted(Side::Scoped), note));
-            let least = counted(Side::Least);
-            let row = Row::new(
-                &format!("callgrind_least_{}", op.what),
-                &format!("callgrind least features, {}", op.label),
-                Unit::InstrPerOp,
-                Goal::Info,
-            );
-            let note = format!("{note_least}; bare: {}", op.bare, note_least = LEAST_NOTE);
-            rows.push(filled(row, &bare, &least, &note));
-            let row = Row::new(
-                &format!("callgrind_observed_vs_least_{}", op.what),
-                &format!(
-                    "callgrind observed {}, against the least features",
-                    op.label
+                (
+                    "least",
+                    format!("least features, {label}"),
+                    &bare,
+                    &least,
+                    least_note.as_str(),
                 ),
-                Unit::InstrPerOp,
-                Goal::Info,
-            );
-            let note = "bare: the least features around the bare lock (least.rs)";
-            rows.push(filled(row, &least, &observed, note));
-            let row = Row::new(
-                &format!("callgrind_least_scoped_vs_global_{}", op.what),
-                &format!(
-                    "callgrind least features {}, scoped dispatcher vs global",
-                    op.label
+                (
+                    "observed_vs_least",
+                    format!("observed {label}, against the least features"),
+                    &least,
+                    &observed,
+                    "bare: the least features around the bare lock (least.rs)",
                 ),
-                Unit::InstrPerOp,
-                Goal::Info,
-            );
-            let note = "bare: the least features under the global dispatcher; \
-                        instrumented: under a scoped one, its layer found by a downcast";
-            rows.push(filled(row, &least, &counted(Side::LeastScoped), note));
-            let row = Row::new(
-                &format!("callgrind_after_scoped_vs_global_{}", op.what),
-                &format!(
-                    "callgrind observed {}, global, on a thread that used a scoped layer",
-                    op.label
+                (
+                    "least_scoped_vs_global",
+                    format!("least features {label}, scoped dispatcher vs global"),
+                    &least,
+                    &least_scoped,
+                    "bare: the least features under the global dispatcher; \
+                     instrumented: under a scoped one, its layer found by a downcast",
                 ),
-                Unit::InstrPerOp,
-                Goal::Info,
-            );
-            let note = "bare: the same loop on a thread that never used a scoped layer; \
-                        instrumented: after one acquisition under a scoped layer";
-            rows.push(filled(row, &observed, &counted(Side::AfterScoped), note));
+                (
+                    "after_scoped_vs_global",
+                    format!("observed {label}, global, on a thread that used a scoped layer"),
+                    &observed,
+                    &after_scoped,
+                    "bare: the same loop on a thread that never used a scoped layer; \
+                     instrumented: after one acquisition under a scoped layer",
+                ),
+            ];
+            for (key, label, bare_side, inst_side, note) in more {
+                let row = Row::new(
+                    &format!("callgrind_{key}_{}", op.what),
+                    &format!("callgrind {label}"),
+                    Unit::InstrPerOp,
+                    Goal::Info,
+                );
+                rows.push(filled(row, bare_side, inst_side, note));
+            }
         }
     }
     if let Ok(dir) = dir {
