@@ -844,9 +844,10 @@ pub(crate) fn acquire_lean<G>(
     };
     // Written before the attempt and unseen until committed: nothing to
     // undo on the way out.
-    let Some(prepared) = now::prepare_lone(meta.instance(), entry, rec) else {
+    let prepared = now::prepare_lone(meta.instance(), entry, rec);
+    if !prepared.is_some() {
         return general();
-    };
+    }
     own_line();
     let nowait = probe.entry().nowait_so_far();
     if probe.entry().picks(nowait) {
