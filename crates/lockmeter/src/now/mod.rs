@@ -263,7 +263,12 @@ fn hold_ends_tracked(ix: u32) {
 /// (`meter::hold`).
 #[inline(always)]
 pub(crate) fn hold_ends_if_lone(ix: u32) -> bool {
-    ix == UNTRACKED || thread::registered_slot(|s| s.table.release_lone(ix)).unwrap_or(false)
+    // The lone hold's index (0) tested first: on the common way one
+    // compare, where testing for `UNTRACKED` first took two.
+    if ix == 0 {
+        return thread::registered_slot(|s| s.table.release_lone(0)).unwrap_or(false);
+    }
+    ix == UNTRACKED
 }
 
 /// The thread is about to block waiting for `lock`.
