@@ -35,13 +35,16 @@
 use crate::primitive::{fence, AtomicU64, AtomicUsize, Ordering::*};
 
 /// Locks one thread can hold at once and still be shown; holds beyond are
-/// counted in [`Table::untracked`].
+/// counted in [`Table::untracked`] while they last.
 pub(crate) const MAX_HELD: usize = 16;
 /// Nested waits kept: a semaphore's `down` and, inside it, the spin on the
 /// semaphore's own lock.
 pub(crate) const MAX_WAITS: usize = 2;
 /// The index of a hold that is not in the table.
 pub const UNTRACKED: u32 = u32::MAX;
+/// The index of a hold beyond a full table: not in the table either, but
+/// counted in [`Table::untracked`] until it is released.
+pub const OVERFLOW: u32 = u32::MAX - 1;
 /// Reads that found the table changing before a reader gives up (few
 /// under loom, whose state space grows with every retry).
 const READ_ATTEMPTS: usize = if cfg!(lockmeter_loom) { 2 } else { 64 };
@@ -252,7 +255,7 @@ impl Table {
     }
 
     /// Records a hold; returns its index for [`Table::release`], or
-    /// [`UNTRACKED`] when the table is full. The first hold of a thread
+    /// [`OVERFLOW`] when the table is full. The first hold of a thread
     /// holding nothing (the common case) is a few stores, inline.
     #[inline(always)]
     pub fn hold(&self, r: Rec) -> u32 {
@@ -310,7 +313,7 @@ impl Table {
         let len = self.holds();
         let ix = self.slot_for_hold(len);
         if ix == MAX_HELD {
-            return UNTRACKED;
+            return OVERFLOW;
         }
         self.change(|len| ((), self.put_hold(ix, len, *r)));
         ix as u32
@@ -365,6 +368,12 @@ impl Table {
 
     #[inline(never)]
     fn release_nested(&self, ix: u32) {
+        if ix == OVERFLOW {
+            // Counted while held (`slot_for_hold`), so no longer.
+            let n = self.untracked.load(Relaxed);
+            self.untracked.store(n.saturating_sub(1), Relaxed);
+            return;
+        }
         let ix = ix as usize;
         if ix >= MAX_HELD {
             return;
@@ -432,11 +441,12 @@ impl Table {
         if ix < MAX_HELD {
             ix as u32
         } else {
-            UNTRACKED
+            OVERFLOW
         }
     }
 
-    /// Holds that went unrecorded because the table was full.
+    /// Holds not in the table because it was full when they began, and
+    /// not released yet.
     pub fn untracked(&self) -> u64 {
         self.untracked.load(Relaxed)
     }
@@ -513,12 +523,13 @@ mod tests {
     fn a_full_table_counts_what_it_cannot_hold() {
         let t = Table::new();
         let ixs: Vec<u32> = (1..=MAX_HELD + 2).map(|i| t.hold(rec(i))).collect();
-        assert_eq!(&ixs[MAX_HELD..], &[UNTRACKED, UNTRACKED]);
+        assert_eq!(&ixs[MAX_HELD..], &[OVERFLOW, OVERFLOW]);
         assert_eq!(t.untracked(), 2);
         for ix in ixs {
             t.release(ix);
         }
         assert_eq!(t.read().unwrap().held, vec![]);
+        assert_eq!(t.untracked(), 0, "released, no longer counted");
     }
 
     #[test]
