@@ -652,6 +652,7 @@ impl Probe {
         let mine = e.tokens();
         let last = Tokens(meta.last.load(Relaxed));
         if last != mine {
+            std::hint::cold_path();
             if last.thread() != mine.thread() && last.thread() != 0 {
                 e.count_bounce();
             }
@@ -666,6 +667,7 @@ impl Probe {
         // changes).
         let site = site as *const _ as *mut _;
         if meta.holder.load(Relaxed) != site {
+            std::hint::cold_path();
             meta.holder.store(site, Relaxed);
         }
     }

@@ -276,6 +276,7 @@ impl Table {
     pub fn prepare_first(&self, r: Rec) -> Option<FirstHold> {
         let s = self.own_state();
         if s & COUNT_MASK != 0 {
+            std::hint::cold_path();
             return None;
         }
         // No odd step (see the module's doc). Release fence: a reader that

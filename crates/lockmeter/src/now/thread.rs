@@ -99,6 +99,7 @@ pub(crate) fn with_slot<R>(f: impl FnOnce(&ThreadSlot) -> R) -> Option<R> {
 pub(crate) fn registered_slot<R>(f: impl FnOnce(&ThreadSlot) -> R) -> Option<R> {
     let p = slot();
     if !is_live(p) {
+        std::hint::cold_path();
         return None;
     }
     // SAFETY: as in `with_slot`.

@@ -56,11 +56,15 @@ pub(crate) fn observing() -> bool {
 #[inline]
 pub(crate) fn current() -> Option<*const Recorder> {
     if found_scoped_layer() {
+        std::hint::cold_path();
         return current_once();
     }
     match current_global() {
         Some(rec) => Some(rec),
-        None => current_elsewhere(),
+        None => {
+            std::hint::cold_path();
+            current_elsewhere()
+        }
     }
 }
 

@@ -297,12 +297,14 @@ pub(crate) fn guess_entry(
 ) -> Option<*const Entry> {
     let slot = first_slot()?;
     if slot.recorder_at != recorder {
+        std::hint::cold_path();
         return None;
     }
     let key = LastGuess::key(site, mode_bits);
     if let Some(e) = slot.last_guess.at(key) {
         return Some(e);
     }
+    std::hint::cold_path();
     let guess = slot.index.only_at(site, mode_bits)?;
     slot.last_guess.offer(key, guess);
     Some(guess)
