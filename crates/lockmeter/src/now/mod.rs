@@ -257,15 +257,18 @@ fn hold_ends_tracked(ix: u32) {
 }
 
 /// [`hold_ends`] for the common case alone, with no call: the hold at
-/// `ix` is its thread's only one. False, having done nothing, otherwise
-/// (an untracked hold too, which [`hold_ends`] then skips): then the
-/// caller calls [`hold_ends`]. So that an observed release inside the
-/// critical section needs no saved registers (`meter::hold`), and tests
-/// one index (an untracked hold taken here too cost every release a
-/// second compare).
+/// `ix` is its thread's only one (or untracked). False, having done
+/// nothing, otherwise: then the caller calls [`hold_ends`]. So that an
+/// observed release inside the critical section needs no saved registers
+/// (`meter::hold`).
 #[inline(always)]
 pub(crate) fn hold_ends_if_lone(ix: u32) -> bool {
-    ix == 0 && thread::registered_slot(|s| s.table.release_lone(0)).unwrap_or(false)
+    // The lone hold's index (0) tested first: on the common way one
+    // compare, where testing for `UNTRACKED` first took two.
+    if ix == 0 {
+        return thread::registered_slot(|s| s.table.release_lone(0)).unwrap_or(false);
+    }
+    ix == UNTRACKED
 }
 
 /// The thread is about to block waiting for `lock`.
