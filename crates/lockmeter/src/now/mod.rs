@@ -263,8 +263,11 @@ fn hold_ends_tracked(ix: u32) {
 /// (`meter::hold`).
 #[inline(always)]
 pub(crate) fn hold_ends_if_lone(ix: u32) -> bool {
-    // The lone hold's index (0) tested first: on the common way one
-    // compare, where testing for `UNTRACKED` first took two.
+    // The lone hold's index (0) first: the inlined SpinLock release then
+    // makes one compare fewer. Testing index 0 alone (an untracked hold
+    // sent the nested way) saved the out-of-line release two more, and
+    // read the Mutex 0.1-0.2 of bare slower in sessions 30 and 32 alike
+    // (`docs/performance.md`, "Session 32").
     if ix == 0 {
         return thread::registered_slot(|s| s.table.release_lone(0)).unwrap_or(false);
     }
