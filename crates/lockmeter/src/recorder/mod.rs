@@ -56,7 +56,9 @@ pub(crate) fn observing() -> bool {
 #[inline]
 pub(crate) fn current() -> Option<*const Recorder> {
     if found_scoped_layer() {
-        std::hint::cold_path();
+        // Not marked cold, unlike the other rare ways: a thread under a
+        // scoped layer takes it on every acquisition (the scoped rows read
+        // 1.59 of the global one with it cold, against 1.5 allowed).
         return current_once();
     }
     match current_global() {
