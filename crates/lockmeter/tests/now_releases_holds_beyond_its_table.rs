@@ -17,6 +17,10 @@ fn held_here(snap: &Snapshot) -> (usize, u64) {
     (snap.now.locks.len(), snap.now.untracked_holds)
 }
 
+fn nothing_held(snap: &Snapshot, what: &str) {
+    assert!(snap.now.is_empty(), "{what}: {:?}", snap.now);
+}
+
 fn hold_all_then_release(reverse: bool) {
     let layer = lockmeter::Layer::new();
     let handle = layer.handle();
@@ -33,22 +37,16 @@ fn hold_all_then_release(reverse: bool) {
         guards.reverse();
     }
     drop(guards);
-    let after = handle.snapshot();
-    assert!(
-        after.now.is_empty(),
-        "every hold released (reverse: {reverse}): {:?}",
-        after.now
+    nothing_held(
+        &handle.snapshot(),
+        &format!("every hold released (reverse: {reverse})"),
     );
 
     let lone = locks[0].lock();
     assert_eq!(held_here(&handle.snapshot()), (1, 0), "a lone hold after");
     drop(lone);
     let last = handle.snapshot();
-    assert!(
-        last.now.is_empty(),
-        "the lone hold released: {:?}",
-        last.now
-    );
+    nothing_held(&last, "the lone hold released");
     let acquisitions: u64 = last.locks.iter().map(|l| l.total.acquisitions).sum();
     assert_eq!(acquisitions, HELD as u64 + 1, "every acquisition counted");
 }

@@ -177,14 +177,7 @@ pub(crate) fn prepare_hold(
     entry: *const Entry,
     recorder: *const Recorder,
 ) -> Prepared {
-    Prepared(
-        thread::with_slot(|s| {
-            s.table
-                .prepare_first(rec(lock, entry, recorder))
-                .map(|first| (NonNull::from(s), first))
-        })
-        .flatten(),
-    )
+    Prepared(thread::with_slot(|s| prepare_in(s, lock, entry, recorder)).flatten())
 }
 
 /// [`prepare_hold`] for a registered thread that holds nothing, with no
@@ -198,14 +191,20 @@ pub(crate) fn prepare_lone(
     entry: *const Entry,
     recorder: *const Recorder,
 ) -> Prepared {
-    Prepared(
-        thread::registered_slot(|s| {
-            s.table
-                .prepare_first(rec(lock, entry, recorder))
-                .map(|first| (NonNull::from(s), first))
-        })
-        .flatten(),
-    )
+    Prepared(thread::registered_slot(|s| prepare_in(s, lock, entry, recorder)).flatten())
+}
+
+/// [`prepare_hold`]'s work in the thread's slot `s`, found either way.
+#[inline(always)]
+fn prepare_in(
+    s: &thread::ThreadSlot,
+    lock: usize,
+    entry: *const Entry,
+    recorder: *const Recorder,
+) -> Option<(NonNull<thread::ThreadSlot>, FirstHold)> {
+    s.table
+        .prepare_first(rec(lock, entry, recorder))
+        .map(|first| (NonNull::from(s), first))
 }
 
 impl Prepared {
