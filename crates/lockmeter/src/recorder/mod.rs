@@ -57,8 +57,9 @@ pub(crate) fn observing() -> bool {
 pub(crate) fn current() -> Option<*const Recorder> {
     if found_scoped_layer() {
         // Not marked cold, unlike the other rare ways: a thread under a
-        // scoped layer takes it on every acquisition (the scoped rows read
-        // 1.59 of the global one with it cold, against 1.5 allowed).
+        // scoped layer takes it on every acquisition (marked, the scoped
+        // SpinLock took 181 instructions against 179; `docs/performance.md`,
+        // "Session 32").
         return current_once();
     }
     match current_global() {
