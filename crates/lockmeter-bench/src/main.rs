@@ -41,17 +41,17 @@ mod scrape_trace;
 mod selfcost;
 mod snapshot;
 mod stacks;
+mod steps;
 mod transfer;
 mod uncontended;
 mod waitqueue;
-
-use std::time::Instant;
 
 use clap::Parser;
 use tracing_subscriber::layer::SubscriberExt;
 
 use crate::measure::Config;
 use crate::report::Row;
+use crate::steps::{Runner, Step};
 use crate::uncontended::Phase;
 
 /// Measure lockmeter's overhead against the bare primitives.
@@ -95,6 +95,16 @@ struct Args {
     /// Internal: run one side of one row as a callgrind child (WHAT:SIDE).
     #[arg(long, hide = true)]
     callgrind_child: Option<String>,
+    /// How many more times a step runs, at the end of its phase, while one
+    /// of its goal rows is SHARED (measured on a shared core); its calmest
+    /// attempt is kept [default: 2, 0 with --quick].
+    #[arg(long)]
+    retries: Option<usize>,
+}
+
+/// A step for [`Runner::phase`].
+fn step<'a>(name: &'static str, f: impl FnMut() -> Vec<Row> + 'a) -> Step<'a> {
+    (name, Box::new(f))
 }
 
 fn main() {
@@ -123,29 +133,18 @@ fn main() {
     if args.wall_clock {
         cfg.timer = measure::Timer::Wall;
     }
-    let started = Instant::now();
-    let mut rows: Vec<Row> = Vec::new();
-    let only = args.only.clone();
-    // Every step name offered, to say which --only names matched none.
-    let mut steps: Vec<String> = Vec::new();
-    let mut step = |name: &str, f: &mut dyn FnMut() -> Vec<Row>| {
-        steps.push(name.to_string());
-        if !only.is_empty() && !only.iter().any(|o| o == name) {
-            return;
-        }
-        eprintln!("[{:>5.1}s] {name}", started.elapsed().as_secs_f64());
-        rows.extend(f());
-    };
+    let retries = args.retries.unwrap_or(if args.quick { 0 } else { 2 });
+    let mut runner = Runner::new(args.only.clone(), retries);
 
     // No Layer exists yet: the instrumented locks run their plain path.
-    step("unobserved", &mut || {
-        let mut rows = uncontended::rows(&cfg, Phase::Unobserved);
-        rows.extend(dropin::rows(&cfg, Phase::Unobserved));
-        rows
-    });
-    step("placement", &mut || {
-        placement::rows(&cfg, Phase::Unobserved)
-    });
+    runner.phase(vec![
+        step("unobserved", || {
+            let mut rows = uncontended::rows(&cfg, Phase::Unobserved);
+            rows.extend(dropin::rows(&cfg, Phase::Unobserved));
+            rows
+        }),
+        step("placement", || placement::rows(&cfg, Phase::Unobserved)),
+    ]);
 
     let layer = if args.prometheus {
         let config = lockmeter::export::ExportConfig::default()
@@ -165,52 +164,55 @@ fn main() {
         eprintln!("could not install the lockmeter layer globally: {e}; observed rows skipped");
     } else if let Some(addr) = prometheus {
         let scraper = prometheus::Scraper::start(addr);
-        step("observed", &mut || {
-            prometheus::compare(&cfg, &scraper, args.rounds, &mut || {
-                uncontended::rows(&cfg, Phase::Observed)
-            })
-        });
-        step("contended", &mut || {
-            prometheus::compare(&cfg, &scraper, args.rounds, &mut || {
-                contended::rows(&cfg, &handle)
-            })
-        });
-        step("trace", &mut || scrape_trace::rows(&cfg, &scraper));
+        runner.phase(vec![
+            step("observed", || {
+                prometheus::compare(&cfg, &scraper, args.rounds, &mut || {
+                    uncontended::rows(&cfg, Phase::Observed)
+                })
+            }),
+            step("contended", || {
+                prometheus::compare(&cfg, &scraper, args.rounds, &mut || {
+                    contended::rows(&cfg, &handle)
+                })
+            }),
+            step("trace", || scrape_trace::rows(&cfg, &scraper)),
+        ]);
         eprintln!("{} scrapes", scraper.scrapes());
-        step("scrape", &mut || vec![scraper.cost_row()]);
+        runner.phase(vec![step("scrape", || vec![scraper.cost_row()])]);
     } else {
         // The recorder's first snapshot calibrates self-accounting: taken
         // here, between host probes, so that the `selfcost` rows can tell
         // whether the core was shared differently then (see `host.rs`).
         let ((), calibrated_at) = host::around(|| drop(handle.cumulative()));
-        step("components", &mut || breakdown::components(&cfg));
-        step("stacks", &mut || stacks::rows(&cfg));
-        step("observed", &mut || {
-            let mut rows = uncontended::rows(&cfg, Phase::Observed);
-            rows.extend(dropin::rows(&cfg, Phase::Observed));
-            rows.extend(library::rows(&cfg));
-            rows
-        });
-        step("placement", &mut || placement::rows(&cfg, Phase::Observed));
-        step("modes", &mut || uncontended::mode_rows(&cfg));
-        step("contended", &mut || contended::rows(&cfg, &handle));
-        step("floor", &mut || floor::rows(&cfg));
-        step("least", &mut || least::rows(&cfg));
-        step("memory", &mut memory::rows);
-        step("waitqueue", &mut || waitqueue::rows(&cfg));
-        step("snapshot", &mut || snapshot::rows(&cfg));
-        step("selfcost", &mut || {
-            selfcost::rows(&cfg, &handle, calibrated_at)
-        });
+        runner.phase(vec![
+            step("components", || breakdown::components(&cfg)),
+            step("stacks", || stacks::rows(&cfg)),
+            step("observed", || {
+                let mut rows = uncontended::rows(&cfg, Phase::Observed);
+                rows.extend(dropin::rows(&cfg, Phase::Observed));
+                rows.extend(library::rows(&cfg));
+                rows
+            }),
+            step("placement", || placement::rows(&cfg, Phase::Observed)),
+            step("modes", || uncontended::mode_rows(&cfg)),
+            step("contended", || contended::rows(&cfg, &handle)),
+            step("floor", || floor::rows(&cfg)),
+            step("least", || least::rows(&cfg)),
+            step("memory", memory::rows),
+            step("waitqueue", || waitqueue::rows(&cfg)),
+            step("snapshot", || snapshot::rows(&cfg)),
+            step("selfcost", || selfcost::rows(&cfg, &handle, calibrated_at)),
+        ]);
     }
-    eprintln!("[{:>5.1}s] done", started.elapsed().as_secs_f64());
-    if let Some(bad) = args.only.iter().find(|o| !steps.contains(o)) {
+    runner.done();
+    if let Some(bad) = args.only.iter().find(|o| !runner.offered.contains(o)) {
         eprintln!(
             "lockmeter-bench: --only: no step {bad:?} in this mode; the steps are: {}",
-            steps.join(", ")
+            runner.offered.join(", ")
         );
         std::process::exit(2);
     }
+    let mut rows = runner.rows;
     least::note_floors(&mut rows);
     rows.extend(transfer::summary_row());
     print_rows(&args, &rows);

@@ -215,6 +215,11 @@ impl Row {
         self
     }
 
+    /// Whether the row has a goal to be judged by.
+    pub fn judged(&self) -> bool {
+        self.goal != Goal::Info
+    }
+
     /// Pass, miss, noisy or shared; a row that could not be measured
     /// misses its goal.
     pub fn verdict(&self) -> Verdict {
@@ -266,7 +271,7 @@ impl Row {
     }
 
     /// The row's host factor: its median probe against the run's best.
-    fn host_factor(&self) -> Option<f64> {
+    pub fn host_factor(&self) -> Option<f64> {
         self.host_probe.and_then(host::factor)
     }
 
