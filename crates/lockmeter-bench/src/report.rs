@@ -63,6 +63,9 @@ pub enum Goal {
     RatioAtMost(f64),
     /// `ratio >= x`.
     RatioAtLeast(f64),
+    /// `lo <= ratio <= hi`: an estimate checked against a measurement
+    /// (self-accounting), wrong either way.
+    RatioWithin(f64, f64),
     /// The instrumented figure is below `x`.
     Below(f64),
     /// Reported for the analysis; no goal.
@@ -74,16 +77,17 @@ impl Goal {
         match self {
             Goal::RatioAtMost(x) => format!("<= {x:.2}"),
             Goal::RatioAtLeast(x) => format!(">= {x:.2}"),
+            Goal::RatioWithin(lo, hi) => format!("{lo:.2}-{hi:.2}"),
             Goal::Below(x) => format!("< {x}"),
             Goal::Info => "-".to_string(),
         }
     }
 
-    /// The ratio a goal is drawn at, for ratio goals.
+    /// The ratio a one-sided goal is drawn at.
     fn threshold(self) -> Option<f64> {
         match self {
             Goal::RatioAtMost(x) | Goal::RatioAtLeast(x) => Some(x),
-            Goal::Below(_) | Goal::Info => None,
+            Goal::RatioWithin(..) | Goal::Below(_) | Goal::Info => None,
         }
     }
 
@@ -92,6 +96,7 @@ impl Goal {
         match self {
             Goal::RatioAtMost(x) => ratio <= x,
             Goal::RatioAtLeast(x) => ratio >= x,
+            Goal::RatioWithin(lo, hi) => lo <= ratio && ratio <= hi,
             Goal::Below(_) | Goal::Info => true,
         }
     }
@@ -130,6 +135,11 @@ pub struct Row {
     /// the bare lock's counted twin found it in the same mix (`own_con`;
     /// NaN where no twin ran).
     pub con: Option<Con>,
+    /// Set when the row's figure rests on one taken under other host
+    /// conditions than the row's own (self-accounting's calibration, on a
+    /// differently shared core): a miss is then SHARED, as one measured on
+    /// a shared core is.
+    pub incomparable: bool,
 }
 
 /// A contended row's contention, lockmeter's and the bare lock's own.
@@ -189,6 +199,7 @@ impl Row {
             con: None,
             host_probe: None,
             placements: None,
+            incomparable: false,
         }
     }
 
@@ -231,11 +242,15 @@ impl Row {
         }
         match (self.goal, self.ratio, self.instrumented) {
             (Goal::Info, _, _) => Verdict::None,
-            (Goal::RatioAtMost(_) | Goal::RatioAtLeast(_), Some(r), _) if self.goal.met_by(r) => {
+            (Goal::RatioAtMost(_) | Goal::RatioAtLeast(_) | Goal::RatioWithin(..), Some(r), _)
+                if self.goal.met_by(r) =>
+            {
                 Verdict::Pass
             }
             (Goal::Below(x), _, Some(v)) if v < x => Verdict::Pass,
-            (Goal::RatioAtMost(_) | Goal::RatioAtLeast(_), Some(_), _) if self.shared_core() => {
+            (Goal::RatioAtMost(_) | Goal::RatioAtLeast(_) | Goal::RatioWithin(..), Some(_), _)
+                if self.shared_core() || self.incomparable =>
+            {
                 Verdict::Shared
             }
             _ => Verdict::Miss,
@@ -651,6 +666,30 @@ mod tests {
         assert!(t.contains("SHARED"), "{t}");
         assert!(t.contains("1 missed on a shared core"), "{t}");
         assert_eq!(json(&[miss])["k"]["verdict"], "SHARED");
+    }
+
+    #[test]
+    fn an_estimate_is_judged_within_its_band_and_shared_when_incomparable() {
+        let within = Goal::RatioWithin(0.7, 1.3);
+        for (ratio, want) in [
+            (1.0, Verdict::Pass),
+            (0.7, Verdict::Pass),
+            (1.31, Verdict::Miss),
+            (0.5, Verdict::Miss),
+            (-2.0, Verdict::Miss),
+        ] {
+            assert_eq!(row(within, Some(ratio), None).verdict(), want, "{ratio}");
+        }
+        assert_eq!(row(within, None, None).verdict(), Verdict::Miss);
+        // Calibrated on a differently shared core: a miss is not judged,
+        // a pass still passes.
+        let mut high = row(within, Some(1.6), None);
+        high.incomparable = true;
+        assert_eq!(high.verdict(), Verdict::Shared);
+        let mut pass = row(within, Some(1.1), None);
+        pass.incomparable = true;
+        assert_eq!(pass.verdict(), Verdict::Pass);
+        assert_eq!(json(&[pass])["k"]["goal"], "0.70-1.30");
     }
 
     #[test]
