@@ -77,8 +77,9 @@ pub struct OpCosts {
     /// outside.
     pub stack_capture_ns: f64,
     /// How many times the process measured `kinds` so far: at the first
-    /// snapshot and at up to two later ones, a second or more apart. 0 in
-    /// older dumps, which measured once.
+    /// snapshot and at up to seven later ones, after gaps that double from
+    /// a second (up to two, a second apart, before session 33). 0 in older
+    /// dumps, which measured once.
     pub calibrations: u32,
     /// Which of those measurements `kinds` comes from, counting from 1:
     /// the one whose observed locks ran fastest, so on the calmest core.

@@ -5,8 +5,8 @@
 //! only ever adds time):
 //!
 //! - **Per process and lookup** ([`base`]), on a thread of its own, at the
-//!   first snapshot and again at up to two later ones a second or more
-//!   apart, the measurement whose observed locks ran fastest kept (noise
+//!   first snapshot and again at up to seven later ones after gaps that
+//!   double from a second (`measured.rs`), the measurement whose observed locks ran fastest kept (noise
 //!   on a shared host only ever adds time),
 //!   through the same lookup the recorder's acquisitions take: for the
 //!   recorder of the global dispatcher, that recorder itself (the thread

@@ -78,8 +78,8 @@ impl ProbeState {
 }
 
 /// The snapshot hook: adds `self_cost` to a cumulative snapshot of `rec`
-/// (calibrating first at its first snapshot, and again at up to two later
-/// ones a second or more apart: `measured.rs`), lets the
+/// (calibrating first at its first snapshot, and again at up to seven
+/// later ones after gaps that double from a second: `measured.rs`), lets the
 /// budget re-evaluate the rates, and states the rates in effect.
 pub(crate) fn fill(rec: &Recorder, snap: &mut Snapshot) {
     // A global recorder also recorded the calibration's own locks.
