@@ -169,3 +169,31 @@ fn a_tiny_budget_lowers_the_rates_says_so_and_keeps_counts_exact() {
         total.acquisitions
     );
 }
+
+/// The recorder part of the costs (a timed hold, the contended paths) is
+/// the process's for a clock, not each recorder's: a layer made after
+/// another has measured starts from that measurement, where one of its
+/// own would read a different figure (noise alone moves the last digits).
+#[test]
+fn a_new_recorder_on_the_same_clock_shares_the_measured_costs() {
+    let part = |h: &lockmeter::Handle| {
+        let snap = h.cumulative();
+        let c = &snap.self_cost.as_ref().expect("self_cost").costs;
+        (
+            c.timed_hold_ns,
+            c.contended_inside_ns,
+            c.contended_outside_ns,
+        )
+    };
+    let first = lockmeter::Layer::new();
+    let first = first.handle();
+    let measured = part(&first);
+    assert!(measured.0 > 0.0, "{measured:?}");
+    let second = lockmeter::Layer::new();
+    let second = second.handle();
+    // Another test's snapshot may take a due measurement in between: the
+    // two read the same part within a few tries. Measured per recorder,
+    // the second keeps its own and never reads the first's.
+    let same = (0..5).any(|_| part(&second) == part(&first));
+    assert!(same, "{:?} against {:?}", part(&second), part(&first));
+}

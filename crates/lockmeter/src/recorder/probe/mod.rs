@@ -35,7 +35,9 @@ pub(crate) use self::budget::{parse_budget, start_ticks};
 /// sampling rates in effect (lowered by a budget) and the budget's state.
 pub(crate) struct ProbeState {
     /// The costs measured on this recorder's clock and stack depth, at
-    /// its first snapshot and again at later ones (`measured.rs`).
+    /// its first snapshot and again at later ones (`measured.rs`), when
+    /// its clock is a test's mock; otherwise the process's [`SHARED`] are
+    /// used.
     costs: Mutex<measured::Measured<calibrate::RecorderPart>>,
     /// The uncontended hold sampling in effect (a power of two).
     hold_every: AtomicU32,
@@ -77,6 +79,54 @@ impl ProbeState {
     }
 }
 
+/// What recorders on one of the process's real clocks measure (the
+/// recorder part of the costs: a timed hold, the contended paths, a stack
+/// capture), shared by every recorder with the same clock and stack depth.
+/// Those are the same operations on the same clock, so they are measured
+/// for the process, not for each recorder: a scoped layer made for a
+/// request or a test pays no calibration of its own (30-150 ms) and gets
+/// the calmest of all measurements so far at once, where its own first one
+/// or two read the every-hold-timed row 1.25-1.52 times the measured cost
+/// on a calm host (the bench's `selfcost` rows, `docs/performance.md`,
+/// "Session 33").
+static SHARED: Mutex<Vec<(PartKey, measured::Measured<calibrate::RecorderPart>)>> =
+    Mutex::new(Vec::new());
+
+/// What [`SHARED`] is keyed by: the clock's name and the stack depth
+/// captured (`None`: stacks off).
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct PartKey {
+    clock: &'static str,
+    stack_depth: Option<usize>,
+}
+
+/// The recorder part of `rec`'s costs, measured first if a measurement is
+/// due (`measured.rs`), and how many were taken: the process's [`SHARED`]
+/// one for `rec`'s clock, or `rec`'s own on a mock clock (whose cost is
+/// whatever the test made it). The lock is held while measuring, so that
+/// two snapshots measure once; measuring takes no other lock of the
+/// recorder's and no application lock.
+fn recorder_part(rec: &Recorder) -> Option<(calibrate::RecorderPart, measured::Taken)> {
+    let measure = || calibrate::recorder_part(rec);
+    if rec.clock_name == "mock" {
+        let mut own = rec.probe.costs.lock().unwrap_or_else(|e| e.into_inner());
+        return own.get(measure);
+    }
+    let key = PartKey {
+        clock: rec.clock_name,
+        stack_depth: (rec.stacks.rate_ns != 0).then_some(rec.stacks.depth),
+    };
+    let mut shared = SHARED.lock().unwrap_or_else(|e| e.into_inner());
+    let i = match shared.iter().position(|(k, _)| *k == key) {
+        Some(i) => i,
+        None => {
+            shared.push((key, measured::Measured::new()));
+            shared.len() - 1
+        }
+    };
+    shared[i].1.get(measure)
+}
+
 /// The snapshot hook: adds `self_cost` to a cumulative snapshot of `rec`
 /// (calibrating first at its first snapshot, and again at up to seven
 /// later ones after gaps that double from a second: `measured.rs`), lets the
@@ -85,13 +135,7 @@ pub(crate) fn fill(rec: &Recorder, snap: &mut Snapshot) {
     // A global recorder also recorded the calibration's own locks.
     snap.locks
         .retain(|l| !l.id.starts_with(calibrate::CLASS_PREFIX));
-    let part = rec
-        .probe
-        .costs
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .get(|| calibrate::recorder_part(rec));
-    let Some((part, taken)) = part else {
+    let Some((part, taken)) = recorder_part(rec) else {
         return;
     };
     let Some(costs) = calibrate::costs_for(rec, &part, taken.took_ns) else {
