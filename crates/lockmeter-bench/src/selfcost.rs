@@ -15,9 +15,10 @@
 //! once, at the recorder's first snapshot: a row whose host probe differs
 //! from the probe around that calibration by [`host::SHARED_CORE`] or more
 //! compares costs taken on differently shared cores and is SHARED, not
-//! judged, as is one measured on a shared core (see `host.rs`). A recorder measures its costs again at up to
-//! two later snapshots and keeps the calmest measurement; the rows track
-//! the probe around each ([`CalibrationProbes`]).
+//! judged, as is one measured on a shared core (see `host.rs`). A
+//! recorder measures its costs again at later snapshots and keeps the
+//! calmest measurement (`lockmeter`'s `probe/measured.rs`); the rows
+//! track the probe around each ([`CalibrationProbes`]).
 
 use std::cell::RefCell;
 use std::hint::black_box;
@@ -71,8 +72,9 @@ fn estimate_per_op(earlier: &Snapshot, later: &Snapshot, id: &str) -> Option<(f6
 
 /// The host probe around each measurement of a recorder's process-wide
 /// costs, by its number (`OpCosts::calibrations`): the first snapshot
-/// measures them and up to two later ones may measure again, keeping the
-/// calmest (`OpCosts::calibration_kept`).
+/// measures them and later ones may measure again (up to seven, after
+/// gaps that double from a second), keeping the calmest
+/// (`OpCosts::calibration_kept`).
 #[derive(Default)]
 struct CalibrationProbes(RefCell<Vec<f64>>);
 
