@@ -86,9 +86,9 @@ impl ProbeState {
 /// for the process, not for each recorder: a scoped layer made for a
 /// request or a test pays no calibration of its own (30-150 ms) and gets
 /// the calmest of all measurements so far at once, where its own first one
-/// or two read the every-hold-timed row 1.25-1.52 times the measured cost
-/// on a calm host (the bench's `selfcost` rows, `docs/performance.md`,
-/// "Session 33").
+/// or two, when a burst of the host took them, read the every-hold-timed
+/// row up to 1.75 times the measured cost (the bench's `selfcost` rows,
+/// `docs/performance.md`, "Session 33").
 static SHARED: Mutex<Vec<(PartKey, measured::Measured<calibrate::RecorderPart>)>> =
     Mutex::new(Vec::new());
 
