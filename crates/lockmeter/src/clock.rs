@@ -1,5 +1,10 @@
 //! Choosing the time source and naming it in snapshots.
 
+/// The clock name of a layer given its own clock ([`crate::LayerBuilder`]'s
+/// mock clock for tests): its costs are its own, not the process's
+/// (`recorder::probe`).
+pub(crate) const MOCK_CLOCK: &str = "mock";
+
 /// A fresh quanta clock and the name the snapshot's `clock` field gets:
 /// `tsc` when quanta can use the invariant TSC, else `monotonic` (the OS
 /// clock quanta falls back to).

@@ -216,7 +216,7 @@ impl LayerBuilder {
     /// in effect.
     pub fn build(self) -> Layer {
         let (clock, clock_name) = match self.clock {
-            Some(c) => (c, "mock"),
+            Some(c) => (c, crate::clock::MOCK_CLOCK),
             None => crate::clock::default_clock(),
         };
         let slow = self.slow_threshold.unwrap_or(DEFAULT_SLOW_THRESHOLD);

@@ -153,7 +153,7 @@ fn recorder() -> Recorder {
     let (clock, _mock) = quanta::Clock::mock();
     Recorder::new(Settings {
         clock,
-        clock_name: "mock",
+        clock_name: crate::clock::MOCK_CLOCK,
         slow_ns: u64::MAX,
         sample_every: 4,
         stacks: Default::default(),

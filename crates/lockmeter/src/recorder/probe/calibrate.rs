@@ -6,8 +6,8 @@
 //!
 //! - **Per process and lookup** ([`base`]), on a thread of its own, at the
 //!   first snapshot and again at up to seven later ones after gaps that
-//!   double from a second (`measured.rs`), the measurement whose observed locks ran fastest kept (noise
-//!   on a shared host only ever adds time),
+//!   double from a second (`measured.rs`), the measurement whose observed
+//!   locks ran fastest kept (noise on a shared host only ever adds time),
 //!   through the same lookup the recorder's acquisitions take: for the
 //!   recorder of the global dispatcher, that recorder itself (the thread
 //!   inherits the global default); for a scoped one, a private recorder in

@@ -108,7 +108,7 @@ struct PartKey {
 /// recorder's and no application lock.
 fn recorder_part(rec: &Recorder) -> Option<(calibrate::RecorderPart, measured::Taken)> {
     let measure = || calibrate::recorder_part(rec);
-    if rec.clock_name == "mock" {
+    if rec.clock_name == crate::clock::MOCK_CLOCK {
         let mut own = rec.probe.costs.lock().unwrap_or_else(|e| e.into_inner());
         return own.get(measure);
     }
