@@ -165,6 +165,14 @@ pub fn __thread_takes_scoped_way() -> bool {
 pub mod loom_now {
     pub use crate::now::table::{Rec, Table, View};
 }
+
+/// The raw mutex under `sync::Mutex` (std's algorithm), for the loom
+/// models in `tests/loom.rs` only.
+#[cfg(lockmeter_loom)]
+#[doc(hidden)]
+pub mod loom_sync {
+    pub use crate::sync::StdRawMutex;
+}
 pub use rwlock::{
     const_rwlock, MappedRwLockReadGuard, MappedRwLockWriteGuard, MeteredMappedReadGuard,
     MeteredMappedWriteGuard, MeteredReadGuard, MeteredRwLock, MeteredUpgradableReadGuard,

@@ -9,11 +9,13 @@
 //! switched off in the models.
 
 #[cfg(not(lockmeter_loom))]
-pub(crate) use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+pub(crate) use std::sync::atomic::{
+    fence, AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering,
+};
 
 #[cfg(lockmeter_loom)]
 pub(crate) use loom::sync::atomic::{
-    fence, AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering,
+    fence, AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering,
 };
 
 // `spin_loop` is the spin-wait hint and `yield_now` gives the CPU away for

@@ -113,13 +113,19 @@ fn locked_wait_and_wake_lose_nothing() {
 /// bound preemptions to one so the model stays within CI's time
 /// (raise `LOOM_MAX_PREEMPTIONS` for a longer soak).
 fn model_with_spinning(f: impl Fn() + Sync + Send + 'static) {
+    model_with_preemptions(1, f)
+}
+
+/// [`model_with_spinning`] with a preemption bound of `bound` unless
+/// `LOOM_SPIN_PREEMPTIONS` says otherwise.
+fn model_with_preemptions(bound: usize, f: impl Fn() + Sync + Send + 'static) {
     let mut builder = loom::model::Builder::new();
     builder.max_branches = 100_000;
     builder.preemption_bound = Some(
         std::env::var("LOOM_SPIN_PREEMPTIONS")
             .ok()
             .and_then(|v| v.parse().ok())
-            .unwrap_or(1),
+            .unwrap_or(bound),
     );
     builder.check(f);
 }
@@ -147,6 +153,43 @@ fn exclusive_wake_one_wakes_at_most_one_and_loses_none() {
         }
         ts.into_iter().for_each(|t| t.join().unwrap());
         assert_eq!(tokens.load(Ordering::Acquire), 0);
+    });
+}
+
+/// `sync::Mutex`'s raw mutex, std's algorithm (`sync/raw_mutex.rs`): one
+/// holder at a time through its three states, and free at the end. Its
+/// sleep is a yield loop here (loom cannot run the parking lot), so what
+/// is checked is the state machine. Two threads taking it twice each
+/// reach every state: one marks it contended and waits, then takes it
+/// marked so, and the other finds it held that way, which takes three
+/// preemptions (a waiter that took a mutex marked contended as free
+/// fails here; a third thread multiplies the interleavings past CI's time).
+#[test]
+fn std_raw_mutex_gives_mutual_exclusion_and_ends_free() {
+    model_with_preemptions(3, || {
+        let m = Arc::new(MeteredMutex::<lockmeter::loom_sync::StdRawMutex, usize>::new(0));
+        assert!(!m.is_locked(), "the word exists before the threads");
+        let inside = Arc::new(AtomicUsize::new(0));
+        let take_twice = {
+            let (m, inside) = (m.clone(), inside.clone());
+            move || {
+                for _ in 0..2 {
+                    let mut g = m.lock();
+                    assert_eq!(
+                        inside.fetch_add(1, Ordering::Relaxed),
+                        0,
+                        "two holders at once"
+                    );
+                    *g += 1;
+                    inside.fetch_sub(1, Ordering::Relaxed);
+                }
+            }
+        };
+        let other = thread::spawn(take_twice.clone());
+        take_twice();
+        other.join().unwrap();
+        assert!(!m.is_locked(), "left held");
+        assert_eq!(*m.lock(), 4);
     });
 }
 

@@ -650,3 +650,42 @@ fn wait_timeout_while_looks_once_more_after_timing_out_as_std() {
         .1
         .timed_out());
 }
+
+/// `sync::Mutex`'s lock underneath is std's algorithm (`sync/raw_mutex.rs`):
+/// holders that sleep inside the critical section send the waiters past
+/// their spin to sleep on the contended state, and each unlock that finds
+/// a sleeper must wake one. A lost wake-up leaves a thread asleep for good
+/// and fails the test after a minute (with the unlock's wake removed, it
+/// does); a lost update or a lock left held fails it too.
+#[test]
+fn a_contended_sync_mutex_puts_waiters_to_sleep_and_wakes_every_one() {
+    const THREADS: usize = 4;
+    const EACH: u64 = 5_000;
+    let m = Arc::new(Mutex::new(0u64));
+    let start = Arc::new(Barrier::new(THREADS));
+    let ts: Vec<_> = (0..THREADS)
+        .map(|_| {
+            let (m, start) = (Arc::clone(&m), Arc::clone(&start));
+            thread::spawn(move || {
+                start.wait();
+                for i in 0..EACH {
+                    let mut g = m.lock().unwrap();
+                    *g += 1;
+                    if i % 100 == 0 {
+                        // Long enough for every waiter to stop spinning.
+                        thread::sleep(Duration::from_micros(200));
+                    }
+                }
+            })
+        })
+        .collect();
+    let (done, finished) = std::sync::mpsc::channel();
+    thread::spawn(move || {
+        ts.into_iter().for_each(|t| t.join().unwrap());
+        let _ = done.send(());
+    });
+    finished
+        .recv_timeout(Duration::from_secs(60))
+        .expect("a worker panicked, or one is still asleep after a minute: a lost wake-up");
+    assert_eq!(*m.try_lock().expect("left held"), THREADS as u64 * EACH);
+}

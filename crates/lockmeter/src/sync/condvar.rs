@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use super::mutex::MutexGuard;
 use super::poison::Poison;
+use super::raw_condvar::StdRawCondvar;
 use crate::condvar::to_deadline;
 use crate::primitive::loom_const_fn;
 
@@ -41,7 +42,7 @@ use crate::primitive::loom_const_fn;
 /// assert!(*ready);
 /// ```
 pub struct Condvar {
-    inner: crate::Condvar,
+    inner: crate::MeteredCondvar<StdRawCondvar>,
 }
 
 impl Condvar {
@@ -50,7 +51,7 @@ impl Condvar {
         #[track_caller]
         pub const fn new() -> Condvar {
             Condvar {
-                inner: crate::Condvar::new(),
+                inner: crate::MeteredCondvar::new(),
             }
         }
     }
@@ -60,7 +61,7 @@ impl Condvar {
         #[track_caller]
         pub const fn named(name: &'static str) -> Condvar {
             Condvar {
-                inner: crate::Condvar::named(name),
+                inner: crate::MeteredCondvar::named(name),
             }
         }
     }

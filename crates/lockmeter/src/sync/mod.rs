@@ -70,11 +70,16 @@ macro_rules! acquire_fns {
 mod condvar;
 mod mutex;
 mod poison;
+mod raw_condvar;
+mod raw_mutex;
 mod rwlock;
 mod stash;
 mod std_raw;
 
 pub use condvar::Condvar;
 pub use mutex::{Mutex, MutexGuard};
+#[cfg(lockmeter_loom)]
+#[doc(hidden)]
+pub use raw_mutex::StdRawMutex;
 pub use rwlock::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 pub use std::sync::{LockResult, PoisonError, TryLockError, TryLockResult, WaitTimeoutResult};

@@ -7,7 +7,14 @@ use std::panic::{RefUnwindSafe, UnwindSafe};
 use std::sync::{LockResult, TryLockResult};
 
 use super::poison::{self, Poison};
+use super::raw_mutex::StdRawMutex;
 use super::stash::{stashed_guard, Stash};
+use crate::mutex::{MeteredMutex, MeteredMutexGuard};
+
+/// The metered mutex underneath: std's algorithm (`raw_mutex`).
+type Metered<T> = MeteredMutex<StdRawMutex, T>;
+/// Its guard.
+pub(crate) type MeteredGuard<'a, T> = MeteredMutexGuard<'a, StdRawMutex, T>;
 
 /// A drop-in for [`std::sync::Mutex`]: the same API, poisoning included,
 /// with every acquisition counted at its call site.
@@ -29,8 +36,8 @@ use super::stash::{stashed_guard, Stash};
 pub struct Mutex<T: ?Sized> {
     poison: poison::Flag,
     /// The metered guard's parts while the mutex is held (see `stash`).
-    held: Stash<<parking_lot::RawMutex as lock_api::RawMutex>::Guard>,
-    inner: crate::Mutex<T>,
+    held: Stash<<StdRawMutex as lock_api::RawMutex>::Guard>,
+    inner: Metered<T>,
 }
 
 // SAFETY: `held` is only touched by the thread holding `inner`, whose
@@ -66,7 +73,7 @@ impl<T> Mutex<T> {
         Mutex {
             poison: poison::Flag::new(),
             held: Stash::new(),
-            inner: crate::Mutex::new(t),
+            inner: Metered::new(t),
         }
     }
 
@@ -76,7 +83,7 @@ impl<T> Mutex<T> {
         Mutex {
             poison: poison::Flag::new(),
             held: Stash::new(),
-            inner: crate::Mutex::named(name, t),
+            inner: Metered::named(name, t),
         }
     }
 
@@ -102,7 +109,7 @@ impl<T: ?Sized> Mutex<T> {
 
     /// Wraps a fresh acquisition (its parts go into `held`).
     #[inline(always)]
-    fn guard<'a>(&'a self, inner: crate::MutexGuard<'a, T>) -> LockResult<MutexGuard<'a, T>> {
+    fn guard<'a>(&'a self, inner: MeteredGuard<'a, T>) -> LockResult<MutexGuard<'a, T>> {
         self.poison.result(MutexGuard::new(self, inner))
     }
 
@@ -116,8 +123,8 @@ impl<T: ?Sized> Mutex<T> {
 
 impl<'a, T: ?Sized> MutexGuard<'a, T> {
     #[inline(always)]
-    fn new(lock: &'a Mutex<T>, inner: crate::MutexGuard<'a, T>) -> Self {
-        let parts = crate::MutexGuard::into_raw_parts(inner);
+    fn new(lock: &'a Mutex<T>, inner: MeteredGuard<'a, T>) -> Self {
+        let parts = MeteredGuard::into_raw_parts(inner);
         // SAFETY: we hold the lock, and only its holder touches `held`.
         let untimed = unsafe { lock.held.put(parts) };
         MutexGuard {
@@ -131,23 +138,20 @@ impl<'a, T: ?Sized> MutexGuard<'a, T> {
     /// The metered guard, rebuilt from `held`, for `f`, which may unlock
     /// and relock through it (the condition variable); its parts go back
     /// into `held` afterwards, also if `f` unwinds.
-    pub(crate) fn with_inner<U>(
-        &mut self,
-        f: impl FnOnce(&mut crate::MutexGuard<'a, T>) -> U,
-    ) -> U {
+    pub(crate) fn with_inner<U>(&mut self, f: impl FnOnce(&mut MeteredGuard<'a, T>) -> U) -> U {
         /// Puts the parts back on every way out.
         struct Restore<'a, 'g, T: ?Sized> {
             lock: &'a Mutex<T>,
             /// The guard's flag: the relock in `f` may time a hold that
             /// was untimed, or the other way round.
             untimed: &'g mut bool,
-            inner: ManuallyDrop<crate::MutexGuard<'a, T>>,
+            inner: ManuallyDrop<MeteredGuard<'a, T>>,
         }
         impl<T: ?Sized> Drop for Restore<'_, '_, T> {
             fn drop(&mut self) {
                 // SAFETY: taken once, here.
                 let inner = unsafe { ManuallyDrop::take(&mut self.inner) };
-                let parts = crate::MutexGuard::into_raw_parts(inner);
+                let parts = MeteredGuard::into_raw_parts(inner);
                 // SAFETY: the lock is held (the guard is valid again after
                 // `f`, as a `&mut` guard must be), and only its holder
                 // touches `held`.
