@@ -283,6 +283,7 @@ pub fn rows(cfg: &Config) -> Vec<Row> {
     rows.extend(attempt_rows(cfg));
     rows.extend(observed_rows(cfg));
     rows.push(rwlock_read_row(cfg));
+    rows.push(mutex_row(cfg));
     rows.push(notify_empty_row(cfg));
     rows.push(rwlock_write_flag_row(cfg));
     rows
@@ -348,30 +349,65 @@ fn observed_rows(cfg: &Config) -> Vec<Row> {
 fn rwlock_read_row(cfg: &Config) -> Row {
     let std_lock = std::sync::RwLock::new(1u64);
     let pl = parking_lot::RwLock::new(1u64);
+    parking_lot_vs_std_row(
+        cfg,
+        ("rwlock_read", "RwLock read", ".read().unwrap()"),
+        || black_box(*black_box(&std_lock).read().unwrap()),
+        || black_box(*black_box(&pl).read()),
+        "parking_lot::RwLock read / std::sync::RwLock read; the raw lock under \
+         lockmeter::sync::RwLock until session 20 (now std's own)",
+    )
+}
+
+/// parking_lot's Mutex (what `lockmeter::sync::Mutex` was built on until
+/// session 34) against std's, one thread, no profiler: the floor that
+/// design put under the unobserved `sync::Mutex` row. parking_lot's
+/// one-byte state is released by a locked one-byte add, std's four-byte
+/// one by a swap (`lockmeter::sync`'s `raw_mutex.rs`).
+fn mutex_row(cfg: &Config) -> Row {
+    let std_lock = std::sync::Mutex::new(1u64);
+    let pl = parking_lot::Mutex::new(1u64);
+    parking_lot_vs_std_row(
+        cfg,
+        ("mutex", "Mutex", ".lock().unwrap()"),
+        || *black_box(&std_lock).lock().unwrap() += 1,
+        || *black_box(&pl).lock() += 1,
+        "parking_lot::Mutex / std::sync::Mutex; the raw lock under \
+         lockmeter::sync::Mutex until session 34 (now std's algorithm)",
+    )
+}
+
+/// One operation of std's lock (`std_op`) against the same of
+/// parking_lot's (`pl_op`), one thread, no profiler; `(key, what, std's
+/// call)` name the row, `ratio` says what its ratio is.
+fn parking_lot_vs_std_row<A, B>(
+    cfg: &Config,
+    (key, what, call): (&str, &str, &str),
+    std_op: impl Fn() -> A,
+    pl_op: impl Fn() -> B,
+    ratio: &str,
+) -> Row {
     let pair = crate::measure::ns_pair(
         cfg,
         |n| {
-            for _ in 0..n {
-                black_box(*black_box(&std_lock).read().unwrap());
-            }
+            (0..n).for_each(|_| {
+                black_box(std_op());
+            })
         },
         |n| {
-            for _ in 0..n {
-                black_box(*black_box(&pl).read());
-            }
+            (0..n).for_each(|_| {
+                black_box(pl_op());
+            })
         },
     );
     Row::new(
-        "floor_parking_lot_rwlock_read_vs_std",
-        "floor: parking_lot RwLock read against std's (.read().unwrap())",
+        &format!("floor_parking_lot_{key}_vs_std"),
+        &format!("floor: parking_lot {what} against std's ({call})"),
         Unit::NsPerOp,
         Goal::Info,
     )
     .with_pair(pair)
-    .note(
-        "no profiler: ratio = parking_lot::RwLock read / std::sync::RwLock read; the raw \
-         lock under lockmeter::sync::RwLock until session 20 (now std's own)",
-    )
+    .note(format!("no profiler: ratio = {ratio}"))
 }
 
 /// The floor under the unobserved RwLock write rows of the `placement`
