@@ -10,6 +10,10 @@
 //! mutex afterwards finds it: no wake-up is lost. The count lets a notify
 //! with nobody waiting return after one load, where std's makes a system
 //! call.
+//!
+//! Waiting on one condvar with two mutexes at once panics, as parking_lot's
+//! does and std allows ("may panic"): the waiter that brings the second
+//! mutex is refused before it unlocks anything.
 
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering::Relaxed};
 use std::time::{Duration, Instant};
