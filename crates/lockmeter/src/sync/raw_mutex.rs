@@ -221,3 +221,46 @@ unsafe impl lock_api::RawMutexTimed for StdRawMutex {
             .or_else(|| self.lock_contended(Some(deadline)).then_some(()))
     }
 }
+
+#[cfg(all(test, not(lockmeter_loom)))]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use lock_api::{RawMutex, RawMutexTimed};
+
+    use super::StdRawMutex;
+
+    /// The timed attempts (what the raw condvar's timed wait needs of the
+    /// mutex): one on a held mutex gives up at its deadline, having taken
+    /// nothing, and one on a free mutex takes it.
+    #[test]
+    fn a_timed_attempt_gives_up_while_held_and_takes_a_free_mutex() {
+        let m = StdRawMutex::INIT;
+        m.lock();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let start = Instant::now();
+                assert!(m.try_lock_for(Duration::from_millis(20)).is_none());
+                assert!(
+                    start.elapsed() >= Duration::from_millis(20),
+                    "gave up early"
+                );
+            });
+        });
+        assert!(m.is_locked(), "still the first holder's");
+        // SAFETY: this thread holds it.
+        unsafe { m.unlock(()) };
+        assert!(!m.is_locked());
+        assert!(m
+            .try_lock_until(Instant::now() + Duration::from_secs(5))
+            .is_some());
+        // SAFETY: taken just above.
+        unsafe { m.unlock(()) };
+        assert!(
+            m.try_lock_for(Duration::MAX).is_some(),
+            "an unrepresentable deadline waits"
+        );
+        // SAFETY: taken just above.
+        unsafe { m.unlock(()) };
+    }
+}
