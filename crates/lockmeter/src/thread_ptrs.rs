@@ -1,5 +1,6 @@
 //! The thread-local words that every observed acquisition reads, in one
-//! thread-local: two pointers and a flag.
+//! thread-local: two pointers and a flag, and the head of the thread's
+//! `now` table (its state word and first record, `now::table::Head`).
 //!
 //! In a library crate, rustc compiles a thread-local's access for the
 //! general-dynamic TLS model: a call to `__tls_get_addr`, which the
@@ -18,6 +19,7 @@
 
 use std::cell::Cell;
 
+use crate::now::table::Head;
 use crate::now::thread::ThreadSlot;
 use crate::recorder::shard::Slot;
 
@@ -56,6 +58,14 @@ pub(crate) fn set_first_slot(slot: *const Slot) {
 #[inline(always)]
 pub(crate) fn now_slot() -> *const ThreadSlot {
     imp::now_slot()
+}
+
+/// This thread's `now` table head: [`Head::not_live`] until the thread
+/// registers, a live table's head until it exits. Valid for as long as
+/// the thread runs (its thread-local destructors included).
+#[inline(always)]
+pub(crate) fn now_head() -> *const Head {
+    imp::head()
 }
 
 /// Whether this thread has found a lockmeter layer in a scoped dispatcher.
@@ -98,10 +108,11 @@ macro_rules! by_target {
 // glibc; not under miri, whose interpreter runs no `asm!`, nor loom.
 by_target! {
 where target_arch = "x86_64", target_os = "linux", target_env = "gnu", not(miri), not(lockmeter_loom);
-/// The pointers in a thread-local of this module's own, 24 zeroed bytes in
-/// `.tbss`, found by adding its offset from the thread pointer (the
-/// initial-exec model: one GOT entry, which the linker of an executable
-/// turns into a constant) to the thread pointer, read from `%fs:0`.
+/// The pointers and the `now` head in a thread-local of this module's
+/// own, 64 bytes in `.tdata` (one cache line), found by adding its offset
+/// from the thread pointer (the initial-exec model: one GOT entry, which
+/// the linker of an executable turns into a constant) to the thread
+/// pointer, read from `%fs:0`.
 ///
 /// Written by hand because stable Rust offers no other way to choose a
 /// thread-local's model, and the general-dynamic one's call costs the
@@ -110,7 +121,14 @@ where target_arch = "x86_64", target_os = "linux", target_env = "gnu", not(miri)
 /// its 24 bytes from the static TLS that glibc keeps spare for such
 /// objects (docs/guide.md).
 mod imp {
-    use super::ThreadPtrs;
+    use super::{Head, ThreadPtrs};
+
+    /// What the thread-local holds.
+    #[repr(C)]
+    pub(super) struct Block {
+        ptrs: ThreadPtrs,
+        head: Head,
+    }
 
     /// The symbol's name, versioned so that two versions of lockmeter in
     /// one program keep apart.
@@ -127,27 +145,42 @@ mod imp {
         };
     }
 
-    const _: () =
-        assert!(std::mem::size_of::<ThreadPtrs>() == 24 && std::mem::align_of::<ThreadPtrs>() == 8);
+    /// Where the head starts in [`Block`], and the word of its state
+    /// that the image below sets.
+    const HEAD: usize = std::mem::offset_of!(Block, head);
 
-    // 24 bytes of `.tbss`, zeroed for every new thread by the C library.
+    const _: () = assert!(
+        std::mem::size_of::<ThreadPtrs>() == 24
+            && std::mem::align_of::<ThreadPtrs>() == 8
+            && std::mem::size_of::<Block>() == 64
+            && HEAD == 24
+            && std::mem::size_of::<Head>() == 40
+            && crate::now::table::NOT_LIVE == 0x80
+    );
+
+    // 64 bytes of `.tdata`, which the C library copies for every new
+    // thread: all zero (both pointers null, no scoped layer found, an
+    // empty record) but the head's state, `Head::not_live`'s (checked
+    // by the test below).
     std::arch::global_asm!(
-        concat!(".pushsection .tbss.", symbol!(), ",\"awT\",@nobits"),
-        ".p2align 3",
+        concat!(".pushsection .tdata.", symbol!(), ",\"awT\",@progbits"),
+        ".p2align 6",
         concat!(".globl ", symbol!()),
         concat!(".type ", symbol!(), ", @tls_object"),
-        concat!(".size ", symbol!(), ", 24"),
+        concat!(".size ", symbol!(), ", 64"),
         concat!(symbol!(), ":"),
         ".zero 24",
+        ".quad 0x80",
+        ".zero 32",
         ".popsection",
     );
 
-    /// This thread's [`ThreadPtrs`]: the thread pointer plus the
-    /// thread-local's offset. For the setters and the test; not `pure`,
-    /// as nothing here needs it to be.
+    /// This thread's [`Block`]: the thread pointer plus the
+    /// thread-local's offset. `pure`, so that an acquisition computes it
+    /// once for the head's loads and stores (the argument of [`load`]'s).
     #[inline(always)]
-    fn address() -> *const ThreadPtrs {
-        let p: *const ThreadPtrs;
+    fn address() -> *const Block {
+        let p: *const Block;
         // SAFETY: `%fs:0` holds the thread pointer on x86-64 Linux, and the
         // GOT entry the initial-exec relocation names holds the symbol's
         // offset from it; neither instruction writes memory or the stack.
@@ -156,7 +189,7 @@ mod imp {
                 "mov {p}, qword ptr fs:[0]",
                 concat!("add {p}, qword ptr [rip + ", symbol!(), "@GOTTPOFF]"),
                 p = out(reg) p,
-                options(nomem, nostack),
+                options(pure, nomem, nostack),
             );
         }
         p
@@ -164,14 +197,21 @@ mod imp {
 
     #[inline(always)]
     pub(super) fn with<R>(f: impl FnOnce(&ThreadPtrs) -> R) -> R {
-        // SAFETY: the address is this thread's 24 bytes, 8-aligned and
+        // SAFETY: the address is this thread's 64 bytes, 64-aligned and
         // live until the thread's memory is freed, after its thread-local
-        // destructors; all zero is a valid `ThreadPtrs`, and its `Cell`s
-        // keep it to this thread.
-        f(unsafe { &*address() })
+        // destructors; the image is a valid `Block`, and the `Cell`s keep
+        // the pointers to this thread.
+        f(unsafe { &(*address()).ptrs })
     }
 
-    /// The word at `OFFSET` in this thread's [`ThreadPtrs`], read in two
+    /// The head: its address, not a reference, as other threads read it
+    /// (through the registered table) while this one writes.
+    #[inline(always)]
+    pub(super) fn head() -> *const Head {
+        address().wrapping_byte_add(HEAD).cast()
+    }
+
+    /// The word at `OFFSET` in this thread's [`Block`], read in two
     /// instructions (the offset's GOT load, which the linker of an
     /// executable makes a constant, and the `%fs`-relative load) where
     /// [`with`] takes three. `readonly`: a write to memory in between (a
@@ -182,8 +222,8 @@ mod imp {
     #[inline(always)]
     fn load<const OFFSET: usize>() -> usize {
         let word: usize;
-        // SAFETY: as in `address`; the load reads this thread's 24 bytes
-        // at `OFFSET`, 0, 8 or 16, an initialised and aligned word.
+        // SAFETY: as in `address`; the load reads this thread's block at
+        // `OFFSET`, 0, 8 or 16, an initialised and aligned word.
         unsafe {
             std::arch::asm!(
                 concat!("mov {off}, qword ptr [rip + ", symbol!(), "@GOTTPOFF]"),
@@ -251,14 +291,43 @@ mod imp {
             .join()
             .unwrap();
         }
+
+        /// The image sets the head's state to `Head::not_live`'s: a new
+        /// thread's head takes no first hold until it goes live, even
+        /// after another thread's head went live and held.
+        #[test]
+        fn a_new_threads_head_is_not_live_until_it_goes_live() {
+            use crate::now::table::Rec;
+            let rec = Rec {
+                lock: 1,
+                what: 8,
+                recorder: 16,
+                since: 0,
+            };
+            let fresh = move || {
+                // SAFETY: this thread's head, used on it while it runs.
+                let head = unsafe { &*head() };
+                let before = head.prepare_first(rec).is_none();
+                head.go_live();
+                let first = head.prepare_first(rec).expect("live, holding nothing");
+                assert_eq!(head.commit_first(first), 0);
+                assert!(head.release_lone(0));
+                before
+            };
+            assert!(std::thread::spawn(fresh).join().unwrap(), "not live at first");
+            assert!(
+                std::thread::spawn(fresh).join().unwrap(),
+                "nor on the next thread"
+            );
+        }
     }
 }
 
-/// The pointers in a `thread_local!`.
+/// The pointers in a `thread_local!`, the head in another.
 mod imp {
     use std::cell::Cell;
 
-    use super::ThreadPtrs;
+    use super::{Head, ThreadPtrs};
 
     thread_local! {
         static PTRS: ThreadPtrs = const {
@@ -270,9 +339,27 @@ mod imp {
         };
     }
 
+    #[cfg(not(lockmeter_loom))]
+    thread_local! {
+        /// The head apart from the pointers, as a test reads them alone.
+        static HEAD: Head = const { Head::not_live() };
+    }
+
+    #[cfg(lockmeter_loom)]
+    thread_local! {
+        /// Built lazily under loom, whose atomics are not `const`, and
+        /// only by an observed acquisition, which no loom model makes.
+        static HEAD: Head = Head::not_live();
+    }
+
     #[inline(always)]
     pub(super) fn with<R>(f: impl FnOnce(&ThreadPtrs) -> R) -> R {
         PTRS.with(f)
+    }
+
+    #[inline(always)]
+    pub(super) fn head() -> *const Head {
+        HEAD.with(|h| h as *const Head)
     }
 
     #[inline(always)]

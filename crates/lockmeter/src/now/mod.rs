@@ -29,14 +29,13 @@ pub(crate) mod table;
 pub(crate) mod thread;
 mod watchdog;
 
-use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use lockmeter_model::Snapshot;
 
-use self::table::{FirstHold, Rec};
+use self::table::{FirstHold, Head, Rec};
 use crate::recorder::entry::Entry;
 use crate::recorder::Recorder;
 
@@ -154,16 +153,20 @@ pub(crate) fn hold_begins(lock: usize, entry: *const Entry, recorder: *const Rec
 }
 
 /// A hold about to be attempted, recorded as far as it can be before the
-/// lock is taken (see [`prepare_hold`]).
-///
-/// The slot is `NonNull`, so `None` is its null: two words, where a raw
-/// pointer's `Option` took a third for the tag, and the inlined observed
-/// paths kept the three on the stack across the attempt (callgrind,
-/// observed SpinLock 112 -> 107 instructions per lock/unlock, RwLock write
-/// 121 -> 114, unobserved RwLock write 17 -> 15; `docs/performance.md`,
-/// "Session 32").
+/// lock is taken (see [`prepare_hold`]): the state [`hold_prepared`]
+/// stores, one word.
 #[derive(Clone, Copy)]
-pub(crate) struct Prepared(Option<(NonNull<thread::ThreadSlot>, FirstHold)>);
+pub(crate) struct Prepared(Option<FirstHold>);
+
+/// Runs `f` on this thread's table head (`thread_ptrs`): its state and
+/// first record, at a fixed offset from the thread pointer.
+#[inline(always)]
+fn with_head<R>(f: impl FnOnce(&Head) -> R) -> R {
+    // SAFETY: this thread's, valid while it runs, and `f` runs now, on
+    // it. Its fields are atomics, which other threads read only while the
+    // head is registered.
+    f(unsafe { &*crate::thread_ptrs::now_head() })
+}
 
 /// The part of [`hold_begins`] that can run before the lock's attempt:
 /// for a thread that holds nothing (the common case), the whole record,
@@ -177,34 +180,35 @@ pub(crate) fn prepare_hold(
     entry: *const Entry,
     recorder: *const Recorder,
 ) -> Prepared {
-    Prepared(thread::with_slot(|s| prepare_in(s, lock, entry, recorder)).flatten())
+    let lone = prepare_lone(lock, entry, recorder);
+    if lone.is_some() {
+        return lone;
+    }
+    prepare_registering(lock, entry, recorder)
+}
+
+/// [`prepare_hold`] for a thread not registered yet (registered now) or
+/// holding other locks.
+#[cold]
+#[inline(never)]
+fn prepare_registering(lock: usize, entry: *const Entry, recorder: *const Recorder) -> Prepared {
+    Prepared(thread::with_slot(|s| s.table.prepare_first(rec(lock, entry, recorder))).flatten())
 }
 
 /// [`prepare_hold`] for a registered thread that holds nothing, with no
-/// call; not [`Prepared::is_some`], writing nothing, otherwise (then the
-/// caller uses [`prepare_hold`]). A `Prepared`, not an `Option` of one:
-/// the caller's test of it is the one [`hold_prepared`] makes, so the
-/// compiler drops the second.
+/// call: the state word and record 0 in the thread's own thread-local, no
+/// pointer on the way. Not [`Prepared::is_some`], writing nothing,
+/// otherwise (then the caller uses [`prepare_hold`]); a thread not
+/// registered has a head whose count says so (`table::NOT_LIVE`). A
+/// `Prepared`, not an `Option` of one: the caller's test of it is the one
+/// [`hold_prepared`] makes, so the compiler drops the second.
 #[inline(always)]
 pub(crate) fn prepare_lone(
     lock: usize,
     entry: *const Entry,
     recorder: *const Recorder,
 ) -> Prepared {
-    Prepared(thread::registered_slot(|s| prepare_in(s, lock, entry, recorder)).flatten())
-}
-
-/// [`prepare_hold`]'s work in the thread's slot `s`, found either way.
-#[inline(always)]
-fn prepare_in(
-    s: &thread::ThreadSlot,
-    lock: usize,
-    entry: *const Entry,
-    recorder: *const Recorder,
-) -> Option<(NonNull<thread::ThreadSlot>, FirstHold)> {
-    s.table
-        .prepare_first(rec(lock, entry, recorder))
-        .map(|first| (NonNull::from(s), first))
+    Prepared(with_head(|h| h.prepare_first(rec(lock, entry, recorder))))
 }
 
 impl Prepared {
@@ -226,9 +230,9 @@ pub(crate) fn hold_prepared(
     recorder: *const Recorder,
 ) -> u32 {
     match prepared.0 {
-        // SAFETY: the slot was this thread's a moment ago, in this same
-        // acquisition; it lives until the thread exits.
-        Some((slot, first)) => unsafe { slot.as_ref() }.table.commit_first(first),
+        // This thread's head, which wrote the record a moment ago, in
+        // this same acquisition.
+        Some(first) => with_head(|h| h.commit_first(first)),
         None => hold_begins(lock, entry, recorder),
     }
 }
@@ -268,7 +272,7 @@ pub(crate) fn hold_ends_if_lone(ix: u32) -> bool {
     // read the Mutex 0.1-0.2 of bare slower in sessions 30 and 32 alike
     // (`docs/performance.md`, "Session 32").
     if ix == 0 {
-        return thread::registered_slot(|s| s.table.release_lone(0)).unwrap_or(false);
+        return with_head(|h| h.release_lone(0));
     }
     ix == UNTRACKED
 }

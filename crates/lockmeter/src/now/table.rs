@@ -31,8 +31,18 @@
 //! The generation also says whether a thread did anything between two
 //! reads: the deadlock watchdog confirms a cycle only when every thread
 //! in it kept its generation across two scans.
+//!
+//! Those two changes touch only the state and record 0, the table's
+//! [`Head`], which a thread's table keeps in the thread's own
+//! thread-local (`thread_ptrs`): the observed path reaches it at a fixed
+//! offset, and a head whose thread is not registered has a count no table
+//! has ([`NOT_LIVE`]), so the lone hold's test of the count covers that
+//! too. Records 1 and up, the waits and the overflow count are on the heap.
 
-use crate::primitive::{fence, AtomicU64, AtomicUsize, Ordering::*};
+use std::num::NonZeroU64;
+use std::ptr::NonNull;
+
+use crate::primitive::{fence, loom_const_fn, AtomicU64, AtomicUsize, Ordering::*};
 
 /// Locks one thread can hold at once and still be shown; holds beyond are
 /// counted in [`Table::untracked`] while they last.
@@ -77,12 +87,14 @@ struct Slot {
 }
 
 impl Slot {
-    fn new() -> Slot {
-        Slot {
-            lock: AtomicUsize::new(0),
-            what: AtomicUsize::new(0),
-            recorder: AtomicUsize::new(0),
-            since: AtomicU64::new(0),
+    loom_const_fn! {
+        const fn new() -> Slot {
+            Slot {
+                lock: AtomicUsize::new(0),
+                what: AtomicUsize::new(0),
+                recorder: AtomicUsize::new(0),
+                since: AtomicU64::new(0),
+            }
         }
     }
 
@@ -115,85 +127,76 @@ pub struct View {
     pub wait: Option<Rec>,
 }
 
-/// A first hold whose record [`Table::prepare_first`] wrote.
+/// A first hold whose record [`Head::prepare_first`] wrote.
 #[derive(Clone, Copy)]
 pub struct FirstHold {
-    /// The state [`Table::commit_first`] stores, computed ahead too.
-    state: u64,
+    /// The state [`Head::commit_first`] stores, computed ahead too; never
+    /// 0 (it counts one hold), so that an `Option` of it is one word.
+    state: NonZeroU64,
 }
 
-/// The table. Methods that change it must be called by its owning thread
-/// only (one writer); [`Table::read`] from anywhere.
-pub struct Table {
+/// The part of a table that a lone acquisition touches: the state word
+/// and the first record. A registered thread's lives in its own
+/// thread-local (`thread_ptrs`), so that the observed hot path reaches it
+/// at a fixed offset from the thread pointer, with no pointer to load and
+/// test (`docs/performance.md`, "Session 35"); the rest of the table,
+/// which only nested holds and waits touch, is on the heap.
+#[repr(C)]
+pub struct Head {
     /// The generation (`state >> COUNT_BITS`) and the number of held
     /// records in use (the low [`COUNT_BITS`]), in one word so that the
-    /// lone hold's two changes are each one store.
+    /// lone hold's two changes are each one store. [`NOT_LIVE`] in the
+    /// count while the head is no registered table's.
     state: AtomicU64,
+    /// Record 0.
+    first: Slot,
     /// Under loom, the writer's own copy of `state`, which it reads
-    /// instead of loading `state` (see [`Table::own_state`]).
+    /// instead of loading `state` (see [`Head::own_state`]).
     #[cfg(lockmeter_loom)]
     mine: std::cell::UnsafeCell<u64>,
-    held: [Slot; MAX_HELD],
-    /// Nesting depth of waits; only the first [`MAX_WAITS`] are recorded.
-    waits_len: AtomicUsize,
-    waits: [Slot; MAX_WAITS],
-    untracked: AtomicU64,
 }
 
-/// Bits of [`Table::state`] that count held records (up to [`MAX_HELD`]).
-const COUNT_BITS: u32 = 8;
-const COUNT_MASK: u64 = (1 << COUNT_BITS) - 1;
-/// One step of the generation in [`Table::state`].
-const GEN_STEP: u64 = 1 << COUNT_BITS;
+/// The count of a [`Head`] that belongs to no registered table: above any
+/// real count, so that the lone hold's test of the count (0 to take, 1 to
+/// release) sends a thread not (or no longer) registered the slow way,
+/// with no test of its own.
+pub(crate) const NOT_LIVE: u64 = 0x80;
 
-/// The state after a change of `state`, with `count` held records: the
-/// next even generation.
-#[inline(always)]
-fn settled(state: u64, count: usize) -> u64 {
-    ((state | GEN_STEP).wrapping_add(GEN_STEP) & !COUNT_MASK) | count as u64
-}
-
-/// [`settled`] for the writer's own state outside a change (its
-/// generation even, as every store but a change's first leaves it) with
-/// `from` held records: one add, where [`settled`] takes three steps that
-/// also settle an odd generation (the lone hold's commit and release run
-/// on every observed acquisition).
-#[inline(always)]
-fn settled_from_even(state: u64, from: u64, count: u64) -> u64 {
-    debug_assert!(!changing(state) && state & COUNT_MASK == from);
-    state.wrapping_add(2 * GEN_STEP + count).wrapping_sub(from)
-}
-
-/// Whether a change is under way in `state` (its generation is odd).
-fn changing(state: u64) -> bool {
-    state & GEN_STEP != 0
-}
-
-const _: () = assert!(MAX_HELD as u64 <= COUNT_MASK);
+const _: () = assert!(NOT_LIVE > MAX_HELD as u64 && NOT_LIVE <= COUNT_MASK);
+// `thread_ptrs`'s thread-local image sets the state, the head's first word.
+#[cfg(not(lockmeter_loom))]
+const _: () = assert!(std::mem::offset_of!(Head, state) == 0);
 
 // SAFETY: `mine` is touched by the owning thread only (see `own_state`);
 // everything else is atomic.
 #[cfg(lockmeter_loom)]
-unsafe impl Sync for Table {}
+unsafe impl Sync for Head {}
 
-impl Default for Table {
-    fn default() -> Self {
-        Table::new()
-    }
-}
-
-impl Table {
-    /// An empty table: nothing held, no wait.
-    pub fn new() -> Table {
-        Table {
-            state: AtomicU64::new(0),
-            #[cfg(lockmeter_loom)]
-            mine: std::cell::UnsafeCell::new(0),
-            held: std::array::from_fn(|_| Slot::new()),
-            waits_len: AtomicUsize::new(0),
-            waits: std::array::from_fn(|_| Slot::new()),
-            untracked: AtomicU64::new(0),
+impl Head {
+    loom_const_fn! {
+        /// A head that belongs to no table yet: what a new thread's is.
+        pub(crate) const fn not_live() -> Head {
+            Head {
+                state: AtomicU64::new(NOT_LIVE),
+                first: Slot::new(),
+                #[cfg(lockmeter_loom)]
+                mine: std::cell::UnsafeCell::new(NOT_LIVE),
+            }
         }
+    }
+
+    /// Makes a head from [`Head::not_live`] a table's, holding nothing.
+    /// Before any reader can reach it.
+    pub(crate) fn go_live(&self) {
+        self.set_state(0, Release);
+    }
+
+    /// The head's table is no longer readable (its thread left the list):
+    /// every later acquisition on its thread goes the slow way, which
+    /// finds the thread exiting.
+    pub(crate) fn retire(&self) {
+        let s = self.own_state();
+        self.set_state((s & !COUNT_MASK) | NOT_LIVE, Relaxed);
     }
 
     /// `state` as its writer last stored it. Under loom, from the writer's
@@ -223,6 +226,191 @@ impl Table {
         self.state.store(state, order);
     }
 
+    /// The first half of [`Table::hold`] for a thread that holds nothing,
+    /// which may run before the lock is even tried: writes `r` as record
+    /// 0, which the count (0) leaves out, so no reader sees it until
+    /// [`Head::commit_first`] (see the module's doc), and a failed attempt
+    /// needs no undoing. `None`, changing nothing, when holds are recorded
+    /// or the head is [`NOT_LIVE`]: then the hold is [`Table::hold`]'s,
+    /// once the lock is taken. So that the record's stores run outside
+    /// the critical section.
+    #[inline(always)]
+    pub fn prepare_first(&self, r: Rec) -> Option<FirstHold> {
+        let s = self.own_state();
+        if s & COUNT_MASK != 0 {
+            std::hint::cold_path();
+            return None;
+        }
+        // No odd step (see the module's doc). Release fence: a reader that
+        // sees a store to the record below also sees, at its second read,
+        // the state stored before it (pairs with the reader's Acquire
+        // fence).
+        fence(Release);
+        self.first.set(r);
+        let state = settled_from_even(s, 0, 1);
+        // SAFETY: its count, the low bits, is 1. (`NonZeroU64::new` left a
+        // test of the sum on the observed path, the compiler not knowing.)
+        let state = unsafe { NonZeroU64::new_unchecked(state) };
+        Some(FirstHold { state })
+    }
+
+    /// The lock was taken: the record [`Head::prepare_first`] wrote is
+    /// the thread's only hold, at index 0. One store. Nothing may change
+    /// the table in between.
+    #[inline(always)]
+    pub fn commit_first(&self, first: FirstHold) -> u32 {
+        // Release: pairs with the reader's Acquire load.
+        self.set_state(first.state.get(), Release);
+        0
+    }
+
+    /// Forgets the hold at `ix` if it is the thread's only one, in one
+    /// store; false, changing nothing, when it is not (or the head is
+    /// [`NOT_LIVE`]).
+    #[inline(always)]
+    pub fn release_lone(&self, ix: u32) -> bool {
+        let s = self.own_state();
+        let lone = ix == 0 && s & COUNT_MASK == 1;
+        if lone {
+            // No odd step (see the module's doc); record 0 keeps its
+            // content, outside the count. Release: pairs with the
+            // reader's Acquire load.
+            self.set_state(settled_from_even(s, 1, 0), Release);
+        }
+        lone
+    }
+}
+
+/// The table. Methods that change it must be called by its owning thread
+/// only (one writer); [`Table::read`] from anywhere.
+pub struct Table {
+    /// The state and record 0: in the owning thread's thread-local for a
+    /// thread's table ([`Table::on_head`]), else this table's own.
+    head: NonNull<Head>,
+    /// Whether `head` was allocated by [`Table::new`] (and is freed with
+    /// the table).
+    owns_head: bool,
+    /// Records 1 and up.
+    rest: [Slot; MAX_HELD - 1],
+    /// Nesting depth of waits; only the first [`MAX_WAITS`] are recorded.
+    waits_len: AtomicUsize,
+    waits: [Slot; MAX_WAITS],
+    untracked: AtomicU64,
+}
+
+/// Bits of [`Head::state`] that count held records (up to [`MAX_HELD`]).
+const COUNT_BITS: u32 = 8;
+const COUNT_MASK: u64 = (1 << COUNT_BITS) - 1;
+/// One step of the generation in [`Head::state`].
+const GEN_STEP: u64 = 1 << COUNT_BITS;
+
+/// The state after a change of `state`, with `count` held records: the
+/// next even generation.
+#[inline(always)]
+fn settled(state: u64, count: usize) -> u64 {
+    ((state | GEN_STEP).wrapping_add(GEN_STEP) & !COUNT_MASK) | count as u64
+}
+
+/// [`settled`] for the writer's own state outside a change (its
+/// generation even, as every store but a change's first leaves it) with
+/// `from` held records: one add, where [`settled`] takes three steps that
+/// also settle an odd generation (the lone hold's commit and release run
+/// on every observed acquisition).
+#[inline(always)]
+fn settled_from_even(state: u64, from: u64, count: u64) -> u64 {
+    debug_assert!(!changing(state) && state & COUNT_MASK == from);
+    state.wrapping_add(2 * GEN_STEP + count).wrapping_sub(from)
+}
+
+/// Whether a change is under way in `state` (its generation is odd).
+fn changing(state: u64) -> bool {
+    state & GEN_STEP != 0
+}
+
+const _: () = assert!(MAX_HELD as u64 <= COUNT_MASK);
+
+// SAFETY: `head` is either the table's own allocation or a thread's head,
+// which the table's user keeps alive as long as the table is read (see
+// `Table::on_head`); both are reached through `&self` only, as atomics.
+unsafe impl Send for Table {}
+// SAFETY: as for `Send`.
+unsafe impl Sync for Table {}
+
+impl Default for Table {
+    fn default() -> Self {
+        Table::new()
+    }
+}
+
+impl Drop for Table {
+    fn drop(&mut self) {
+        if self.owns_head {
+            // SAFETY: allocated by `Table::new` with `Box::into_raw`, and
+            // freed here only.
+            drop(unsafe { Box::from_raw(self.head.as_ptr()) });
+        }
+    }
+}
+
+impl Table {
+    /// An empty table with a head of its own: nothing held, no wait.
+    pub fn new() -> Table {
+        let head = Box::new(Head::not_live());
+        head.go_live();
+        // SAFETY: a new allocation, freed by the table's `Drop`.
+        let mut table = unsafe { Table::on_head(NonNull::from(Box::leak(head))) };
+        table.owns_head = true;
+        table
+    }
+
+    /// An empty table whose state and record 0 are `head`, which
+    /// [`Head::go_live`] made live and no other table uses.
+    ///
+    /// # Safety
+    /// `head` must stay valid while the table is used (a thread's head
+    /// until the thread leaves the list of readable tables).
+    pub(crate) unsafe fn on_head(head: NonNull<Head>) -> Table {
+        Table {
+            head,
+            owns_head: false,
+            rest: std::array::from_fn(|_| Slot::new()),
+            waits_len: AtomicUsize::new(0),
+            waits: std::array::from_fn(|_| Slot::new()),
+            untracked: AtomicU64::new(0),
+        }
+    }
+
+    /// The state and record 0.
+    #[inline(always)]
+    pub fn head(&self) -> &Head {
+        // SAFETY: valid while the table is used (`Table::on_head`).
+        unsafe { self.head.as_ref() }
+    }
+
+    /// Record `i`.
+    #[inline(always)]
+    fn record(&self, i: usize) -> &Slot {
+        match i {
+            0 => &self.head().first,
+            _ => &self.rest[i - 1],
+        }
+    }
+
+    /// The records `0..len`.
+    fn records(&self, len: usize) -> impl Iterator<Item = &Slot> + '_ {
+        (0..len).map(|i| self.record(i))
+    }
+
+    #[inline(always)]
+    fn own_state(&self) -> u64 {
+        self.head().own_state()
+    }
+
+    #[inline(always)]
+    fn set_state(&self, state: u64, order: crate::primitive::Ordering) {
+        self.head().set_state(state, order)
+    }
+
     /// Runs `change` as one change readers see whole or not at all;
     /// `change` is given the count of held records in use and returns its
     /// result and the new count.
@@ -248,8 +436,7 @@ impl Table {
 
     /// The held records, for the writer's own use (lock order).
     pub fn held_now(&self) -> impl Iterator<Item = Rec> + '_ {
-        self.held[..self.holds()]
-            .iter()
+        self.records(self.holds())
             .map(Slot::get)
             .filter(|r| r.lock != 0)
     }
@@ -265,39 +452,16 @@ impl Table {
         }
     }
 
-    /// The first half of [`Table::hold`] for a thread that holds nothing,
-    /// which may run before the lock is even tried: writes `r` as record
-    /// 0, which the count (0) leaves out, so no reader sees it until
-    /// [`Table::commit_first`] (see the module's doc), and a failed attempt
-    /// needs no undoing. `None`, changing nothing, when holds are recorded:
-    /// then the hold is [`Table::hold`]'s, once the lock is taken. So that
-    /// the record's stores run outside the critical section.
+    /// [`Head::prepare_first`] on this table's head.
     #[inline(always)]
     pub fn prepare_first(&self, r: Rec) -> Option<FirstHold> {
-        let s = self.own_state();
-        if s & COUNT_MASK != 0 {
-            std::hint::cold_path();
-            return None;
-        }
-        // No odd step (see the module's doc). Release fence: a reader that
-        // sees a store to the record below also sees, at its second read,
-        // the state stored before it (pairs with the reader's Acquire
-        // fence).
-        fence(Release);
-        self.held[0].set(r);
-        Some(FirstHold {
-            state: settled_from_even(s, 0, 1),
-        })
+        self.head().prepare_first(r)
     }
 
-    /// The lock was taken: the record [`Table::prepare_first`] wrote is
-    /// the thread's only hold, at index 0. One store. Nothing may change
-    /// the table in between.
+    /// [`Head::commit_first`] on this table's head.
     #[inline(always)]
     pub fn commit_first(&self, first: FirstHold) -> u32 {
-        // Release: pairs with the reader's Acquire load.
-        self.set_state(first.state, Release);
-        0
+        self.head().commit_first(first)
     }
 
     /// [`Table::hold`] while other locks are held.
@@ -325,7 +489,7 @@ impl Table {
     /// free one; `MAX_HELD`, counted as untracked, when the table is full.
     fn slot_for_hold(&self, len: usize) -> usize {
         let ix = (0..len)
-            .find(|&i| self.held[i].lock.load(Relaxed) == 0)
+            .find(|&i| self.record(i).lock.load(Relaxed) == 0)
             .unwrap_or(len);
         if ix == MAX_HELD {
             self.untracked
@@ -340,7 +504,7 @@ impl Table {
     ///
     /// [`slot_for_hold`]: Self::slot_for_hold
     fn put_hold(&self, ix: usize, len: usize, r: Rec) -> usize {
-        self.held[ix].set(r);
+        self.record(ix).set(r);
         len.max(ix + 1)
     }
 
@@ -352,19 +516,10 @@ impl Table {
         }
     }
 
-    /// Forgets the hold at `ix` if it is the thread's only one, in one
-    /// store; false, changing nothing, when it is not.
+    /// [`Head::release_lone`] on this table's head.
     #[inline(always)]
     pub fn release_lone(&self, ix: u32) -> bool {
-        let s = self.own_state();
-        let lone = ix == 0 && s & COUNT_MASK == 1;
-        if lone {
-            // No odd step (see the module's doc); record 0 keeps its
-            // content, outside the count. Release: pairs with the
-            // reader's Acquire load.
-            self.set_state(settled_from_even(s, 1, 0), Release);
-        }
-        lone
+        self.head().release_lone(ix)
     }
 
     #[inline(never)]
@@ -385,12 +540,12 @@ impl Table {
     /// Empties record `ix` when `len` are in use; the count after it
     /// (trailing empty records dropped).
     fn clear(&self, ix: usize, len: usize) -> usize {
-        self.held[ix].lock.store(0, Relaxed);
+        self.record(ix).lock.store(0, Relaxed);
         if ix + 1 != len {
             return len;
         }
         let mut n = ix;
-        while n > 0 && self.held[n - 1].lock.load(Relaxed) == 0 {
+        while n > 0 && self.record(n - 1).lock.load(Relaxed) == 0 {
             n -= 1;
         }
         n
@@ -457,14 +612,14 @@ impl Table {
         for _ in 0..READ_ATTEMPTS {
             // Acquire: pairs with the writer's final Release store, so the
             // records of that change are visible below.
-            let s1 = self.state.load(Acquire);
+            let s1 = self.head().state.load(Acquire);
             if changing(s1) {
                 crate::primitive::spin_loop();
                 continue;
             }
             let len = ((s1 & COUNT_MASK) as usize).min(MAX_HELD);
-            let held: Vec<Rec> = self.held[..len]
-                .iter()
+            let held: Vec<Rec> = self
+                .records(len)
                 .map(Slot::get)
                 .filter(|r| r.lock != 0)
                 .collect();
@@ -473,7 +628,7 @@ impl Table {
             // Acquire fence: if any load above saw a store of a later
             // change, the load below sees that change's odd generation.
             fence(Acquire);
-            if self.state.load(Relaxed) == s1 {
+            if self.head().state.load(Relaxed) == s1 {
                 return Some(View {
                     gen: s1 >> COUNT_BITS,
                     held,

@@ -8,7 +8,15 @@
 //! holding [`REGISTRY`]. That is sound because a thread leaves the list
 //! (taking the lock) before its shard, which owns the entries, is dropped:
 //! the shard's destructor calls [`exiting`] first.
+//!
+//! A table's head (its state and first record) is in its thread's own
+//! thread-local (`thread_ptrs`), which readers reach through the table
+//! while holding [`REGISTRY`]: sound because the thread leaves the list
+//! before its thread-local memory is freed, and marks the head not live
+//! once it has, so that its later acquisitions go the way that finds it
+//! exiting.
 
+use std::ptr::NonNull;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use lockmeter_model::now::ThreadRef;
@@ -51,8 +59,16 @@ struct Owner(Arc<ThreadSlot>);
 
 impl Owner {
     fn register() -> Owner {
+        // SAFETY: this thread's head, valid while it runs; the slot leaves
+        // the list, the one way readers reach the table, in `unregister`,
+        // on this thread, before its thread-local memory is freed.
+        let head = unsafe { &*crate::thread_ptrs::now_head() };
+        head.go_live();
+        // SAFETY: as above; no other table uses the head (one per thread,
+        // and a thread registers once: `OWNER` is built once).
+        let table = unsafe { Table::on_head(NonNull::from(head)) };
         let slot = Arc::new(ThreadSlot {
-            table: Table::new(),
+            table,
             edges: Edges::new(),
             thread: ThreadRef {
                 tid: os_tid(),
@@ -66,7 +82,10 @@ impl Owner {
 
 impl Drop for Owner {
     fn drop(&mut self) {
-        exiting();
+        replace_slot(DEAD);
+        // By its own pointer, whatever `slot` said: the slot must not stay
+        // in the list once the thread is gone.
+        unregister(Arc::as_ptr(&self.0));
     }
 }
 
@@ -90,19 +109,6 @@ pub(crate) fn with_slot<R>(f: impl FnOnce(&ThreadSlot) -> R) -> Option<R> {
     }
     // SAFETY: `p` came from `OWNER`'s Arc, which lives until `exiting`
     // sets the slot to DEAD on this same thread; until then it is valid.
-    Some(f(unsafe { &*p }))
-}
-
-/// Like [`with_slot`], but `None` for a thread not registered yet (which
-/// holds nothing recorded), never registering it: no call on the way.
-#[inline(always)]
-pub(crate) fn registered_slot<R>(f: impl FnOnce(&ThreadSlot) -> R) -> Option<R> {
-    let p = slot();
-    if !is_live(p) {
-        std::hint::cold_path();
-        return None;
-    }
-    // SAFETY: as in `with_slot`.
     Some(f(unsafe { &*p }))
 }
 
@@ -140,14 +146,26 @@ fn register() -> *const ThreadSlot {
 /// the shard's destructors, whichever runs first.
 pub(crate) fn exiting() {
     let p = replace_slot(DEAD);
-    if p.is_null() || p == DEAD {
-        return;
+    if is_live(p) {
+        unregister(p);
     }
+}
+
+/// Takes this thread's slot `p` out of the list, if it is there, and then
+/// marks its head not live. Idempotent.
+fn unregister(p: *const ThreadSlot) {
     let mut list = registry();
-    if let Some(i) = list.iter().position(|s| Arc::as_ptr(s) == p) {
-        let slot = list.swap_remove(i);
-        super::order::retire(&slot);
-    }
+    let Some(i) = list.iter().position(|s| Arc::as_ptr(s) == p) else {
+        return;
+    };
+    let slot = list.swap_remove(i);
+    // Under the list's lock, so that a snapshot sees the edges either
+    // here or among the retired ones.
+    super::order::retire(&slot);
+    drop(list);
+    // No reader reaches the table any more (each reads under the list's
+    // lock, taken and released above).
+    slot.table.head().retire();
 }
 
 #[cfg(all(target_os = "linux", not(miri)))]
