@@ -19,7 +19,7 @@
 
 use std::cell::Cell;
 
-use crate::now::table::Head;
+use crate::now::table::{Head, HeadWords, Rec};
 use crate::now::thread::ThreadSlot;
 use crate::recorder::shard::Slot;
 
@@ -66,6 +66,31 @@ pub(crate) fn now_slot() -> *const ThreadSlot {
 #[inline(always)]
 pub(crate) fn now_head() -> *const Head {
     imp::head()
+}
+
+/// This thread's `now` table head, reached at its fixed offset in the
+/// thread-local: on x86-64 Linux with glibc each access is one
+/// `%fs`-relative load or store, none waiting on a load of the
+/// thread-local's address (`docs/performance.md`, "Session 35").
+/// For the owning thread's own hot path; other threads read a head
+/// through its table.
+pub(crate) struct OwnHead;
+
+impl HeadWords for OwnHead {
+    #[inline(always)]
+    fn load_state(&self) -> u64 {
+        imp::head_state()
+    }
+
+    #[inline(always)]
+    fn store_state(&self, state: u64) {
+        imp::set_head_state(state)
+    }
+
+    #[inline(always)]
+    fn store_first(&self, r: Rec) {
+        imp::set_head_first(r)
+    }
 }
 
 /// Whether this thread has found a lockmeter layer in a scoped dispatcher.
@@ -156,7 +181,15 @@ mod imp {
             && HEAD == 24
             && std::mem::size_of::<Head>() == 40
             && crate::now::table::NOT_LIVE == 0x80
+            && crate::now::table::HEAD_STATE_AT == 0
     );
+
+    /// Where the head's state and record 0's words are in [`Block`].
+    const STATE_AT: usize = HEAD + crate::now::table::HEAD_STATE_AT;
+    const FIRST_AT: [usize; 4] = {
+        let at = crate::now::table::HEAD_FIRST_AT;
+        [HEAD + at[0], HEAD + at[1], HEAD + at[2], HEAD + at[3]]
+    };
 
     // 64 bytes of `.tdata`, which the C library copies for every new
     // thread: all zero (both pointers null, no scoped layer found, an
@@ -211,6 +244,59 @@ mod imp {
         address().wrapping_byte_add(HEAD).cast()
     }
 
+    /// The head's state: one `%fs`-relative load (see [`load`]).
+    #[inline(always)]
+    pub(super) fn head_state() -> u64 {
+        load::<STATE_AT>() as u64
+    }
+
+    /// Stores the head's state. Release: the `asm!` may touch any memory,
+    /// so the compiler keeps every access before it before it, and x86
+    /// keeps stores in order.
+    #[inline(always)]
+    pub(super) fn set_head_state(state: u64) {
+        // SAFETY: as in `load`; the store writes this thread's own aligned
+        // word, which other threads read only as an atomic, and an aligned
+        // 8-byte store is atomic on x86-64.
+        unsafe {
+            std::arch::asm!(
+                concat!("mov {off}, qword ptr [rip + ", symbol!(), "@GOTTPOFF]"),
+                "mov qword ptr fs:[{off} + {at}], {state}",
+                off = out(reg) _,
+                state = in(reg) state,
+                at = const STATE_AT,
+                options(nostack, preserves_flags),
+            );
+        }
+    }
+
+    /// Writes record 0 of the head, in its field order, each word atomic
+    /// (as in [`set_head_state`]); after every access before it, as a
+    /// Release fence orders them.
+    #[inline(always)]
+    pub(super) fn set_head_first(r: super::Rec) {
+        // SAFETY: as in `set_head_state`, for four words.
+        unsafe {
+            std::arch::asm!(
+                concat!("mov {off}, qword ptr [rip + ", symbol!(), "@GOTTPOFF]"),
+                "mov qword ptr fs:[{off} + {what_at}], {what}",
+                "mov qword ptr fs:[{off} + {recorder_at}], {recorder}",
+                "mov qword ptr fs:[{off} + {since_at}], {since}",
+                "mov qword ptr fs:[{off} + {lock_at}], {lock}",
+                off = out(reg) _,
+                lock = in(reg) r.lock,
+                what = in(reg) r.what,
+                recorder = in(reg) r.recorder,
+                since = in(reg) r.since,
+                lock_at = const FIRST_AT[0],
+                what_at = const FIRST_AT[1],
+                recorder_at = const FIRST_AT[2],
+                since_at = const FIRST_AT[3],
+                options(nostack, preserves_flags),
+            );
+        }
+    }
+
     /// The word at `OFFSET` in this thread's [`Block`], read in two
     /// instructions (the offset's GOT load, which the linker of an
     /// executable makes a constant, and the `%fs`-relative load) where
@@ -223,7 +309,7 @@ mod imp {
     fn load<const OFFSET: usize>() -> usize {
         let word: usize;
         // SAFETY: as in `address`; the load reads this thread's block at
-        // `OFFSET`, 0, 8 or 16, an initialised and aligned word.
+        // `OFFSET`, a word of `Block`: initialised and aligned.
         unsafe {
             std::arch::asm!(
                 concat!("mov {off}, qword ptr [rip + ", symbol!(), "@GOTTPOFF]"),
@@ -327,7 +413,7 @@ mod imp {
 mod imp {
     use std::cell::Cell;
 
-    use super::{Head, ThreadPtrs};
+    use super::{Head, HeadWords, ThreadPtrs};
 
     thread_local! {
         static PTRS: ThreadPtrs = const {
@@ -360,6 +446,28 @@ mod imp {
     #[inline(always)]
     pub(super) fn head() -> *const Head {
         HEAD.with(|h| h as *const Head)
+    }
+
+    /// The owning thread's access to its head: through the reference.
+    #[inline(always)]
+    fn own<R>(f: impl FnOnce(&Head) -> R) -> R {
+        // SAFETY: this thread's head, used now, on it.
+        f(unsafe { &*head() })
+    }
+
+    #[inline(always)]
+    pub(super) fn head_state() -> u64 {
+        own(|h| h.load_state())
+    }
+
+    #[inline(always)]
+    pub(super) fn set_head_state(state: u64) {
+        own(|h| h.store_state(state))
+    }
+
+    #[inline(always)]
+    pub(super) fn set_head_first(r: super::Rec) {
+        own(|h| h.store_first(r))
     }
 
     #[inline(always)]

@@ -35,9 +35,10 @@ use std::time::{Duration, Instant};
 
 use lockmeter_model::Snapshot;
 
-use self::table::{FirstHold, Head, Rec};
+use self::table::{FirstHold, HeadWords, Rec};
 use crate::recorder::entry::Entry;
 use crate::recorder::Recorder;
+use crate::thread_ptrs::OwnHead;
 
 pub(crate) use self::table::{MAX_HELD, UNTRACKED};
 pub(crate) use self::thread::exiting;
@@ -158,16 +159,6 @@ pub(crate) fn hold_begins(lock: usize, entry: *const Entry, recorder: *const Rec
 #[derive(Clone, Copy)]
 pub(crate) struct Prepared(Option<FirstHold>);
 
-/// Runs `f` on this thread's table head (`thread_ptrs`): its state and
-/// first record, at a fixed offset from the thread pointer.
-#[inline(always)]
-fn with_head<R>(f: impl FnOnce(&Head) -> R) -> R {
-    // SAFETY: this thread's, valid while it runs, and `f` runs now, on
-    // it. Its fields are atomics, which other threads read only while the
-    // head is registered.
-    f(unsafe { &*crate::thread_ptrs::now_head() })
-}
-
 /// The part of [`hold_begins`] that can run before the lock's attempt:
 /// for a thread that holds nothing (the common case), the whole record,
 /// which no reader sees until [`hold_prepared`] counts it after the lock is
@@ -208,7 +199,7 @@ pub(crate) fn prepare_lone(
     entry: *const Entry,
     recorder: *const Recorder,
 ) -> Prepared {
-    Prepared(with_head(|h| h.prepare_first(rec(lock, entry, recorder))))
+    Prepared(OwnHead.prepare_first(rec(lock, entry, recorder)))
 }
 
 impl Prepared {
@@ -232,7 +223,7 @@ pub(crate) fn hold_prepared(
     match prepared.0 {
         // This thread's head, which wrote the record a moment ago, in
         // this same acquisition.
-        Some(first) => with_head(|h| h.commit_first(first)),
+        Some(first) => OwnHead.commit_first(first),
         None => hold_begins(lock, entry, recorder),
     }
 }
@@ -272,7 +263,7 @@ pub(crate) fn hold_ends_if_lone(ix: u32) -> bool {
     // read the Mutex 0.1-0.2 of bare slower in sessions 30 and 32 alike
     // (`docs/performance.md`, "Session 32").
     if ix == 0 {
-        return with_head(|h| h.release_lone(0));
+        return OwnHead.release_lone(0);
     }
     ix == UNTRACKED
 }

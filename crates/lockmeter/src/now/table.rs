@@ -79,6 +79,8 @@ impl Rec {
     pub const LOOSE: usize = 1;
 }
 
+/// `repr(C)`: `thread_ptrs` writes record 0 at these offsets.
+#[repr(C)]
 struct Slot {
     lock: AtomicUsize,
     what: AtomicUsize,
@@ -163,9 +165,6 @@ pub struct Head {
 pub(crate) const NOT_LIVE: u64 = 0x80;
 
 const _: () = assert!(NOT_LIVE > MAX_HELD as u64 && NOT_LIVE <= COUNT_MASK);
-// `thread_ptrs`'s thread-local image sets the state, the head's first word.
-#[cfg(not(lockmeter_loom))]
-const _: () = assert!(std::mem::offset_of!(Head, state) == 0);
 
 // SAFETY: `mine` is touched by the owning thread only (see `own_state`);
 // everything else is atomic.
@@ -226,27 +225,76 @@ impl Head {
         self.state.store(state, order);
     }
 
+    /// [`HeadWords::prepare_first`] through this reference.
+    #[inline(always)]
+    pub fn prepare_first(&self, r: Rec) -> Option<FirstHold> {
+        HeadWords::prepare_first(self, r)
+    }
+
+    /// [`HeadWords::commit_first`] through this reference.
+    #[inline(always)]
+    pub fn commit_first(&self, first: FirstHold) -> u32 {
+        HeadWords::commit_first(self, first)
+    }
+
+    /// [`HeadWords::release_lone`] through this reference.
+    #[inline(always)]
+    pub fn release_lone(&self, ix: u32) -> bool {
+        HeadWords::release_lone(self, ix)
+    }
+}
+
+/// Byte offsets in a [`Head`] of its state and of record 0's lock, what,
+/// recorder and since: where `thread_ptrs` reaches them in the thread's
+/// own head. Unused where `thread_ptrs` reaches the head through a
+/// reference (other targets, miri, loom).
+#[allow(dead_code)]
+pub(crate) const HEAD_STATE_AT: usize = std::mem::offset_of!(Head, state);
+#[allow(dead_code)]
+pub(crate) const HEAD_FIRST_AT: [usize; 4] = {
+    let first = std::mem::offset_of!(Head, first);
+    [
+        first + std::mem::offset_of!(Slot, lock),
+        first + std::mem::offset_of!(Slot, what),
+        first + std::mem::offset_of!(Slot, recorder),
+        first + std::mem::offset_of!(Slot, since),
+    ]
+};
+
+/// The words of a head as its owning thread, the one writer, reaches
+/// them: through a reference ([`Head`]), or at their fixed offsets in
+/// the thread's own thread-local (`thread_ptrs::OwnHead`), which saves the
+/// observed path the load of the thread-local's address that each of its
+/// accesses depends on (`docs/performance.md`, "Session 35"). The lone
+/// hold's two changes are written once, here, over either.
+pub(crate) trait HeadWords {
+    /// The state as the writer last stored it (see [`Head::own_state`]).
+    fn load_state(&self) -> u64;
+    /// Stores the state, Release: a reader that sees it sees every store
+    /// before it (pairs with the reader's Acquire load).
+    fn store_state(&self, state: u64);
+    /// Writes record 0 (Relaxed stores), after a Release fence: a reader
+    /// that sees one of them also sees, at its second read, the state
+    /// stored before (pairs with the reader's Acquire fence).
+    fn store_first(&self, r: Rec);
+
     /// The first half of [`Table::hold`] for a thread that holds nothing,
     /// which may run before the lock is even tried: writes `r` as record
     /// 0, which the count (0) leaves out, so no reader sees it until
-    /// [`Head::commit_first`] (see the module's doc), and a failed attempt
-    /// needs no undoing. `None`, changing nothing, when holds are recorded
-    /// or the head is [`NOT_LIVE`]: then the hold is [`Table::hold`]'s,
-    /// once the lock is taken. So that the record's stores run outside
-    /// the critical section.
+    /// [`HeadWords::commit_first`] (see the module's doc), and a failed
+    /// attempt needs no undoing. `None`, changing nothing, when holds are
+    /// recorded or the head is [`NOT_LIVE`]: then the hold is
+    /// [`Table::hold`]'s, once the lock is taken. So that the record's
+    /// stores run outside the critical section.
     #[inline(always)]
-    pub fn prepare_first(&self, r: Rec) -> Option<FirstHold> {
-        let s = self.own_state();
+    fn prepare_first(&self, r: Rec) -> Option<FirstHold> {
+        let s = self.load_state();
         if s & COUNT_MASK != 0 {
             std::hint::cold_path();
             return None;
         }
-        // No odd step (see the module's doc). Release fence: a reader that
-        // sees a store to the record below also sees, at its second read,
-        // the state stored before it (pairs with the reader's Acquire
-        // fence).
-        fence(Release);
-        self.first.set(r);
+        // No odd step (see the module's doc).
+        self.store_first(r);
         let state = settled_from_even(s, 0, 1);
         // SAFETY: its count, the low bits, is 1. (`NonZeroU64::new` left a
         // test of the sum on the observed path, the compiler not knowing.)
@@ -254,13 +302,12 @@ impl Head {
         Some(FirstHold { state })
     }
 
-    /// The lock was taken: the record [`Head::prepare_first`] wrote is
-    /// the thread's only hold, at index 0. One store. Nothing may change
-    /// the table in between.
+    /// The lock was taken: the record [`HeadWords::prepare_first`] wrote
+    /// is the thread's only hold, at index 0. One store. Nothing may
+    /// change the table in between.
     #[inline(always)]
-    pub fn commit_first(&self, first: FirstHold) -> u32 {
-        // Release: pairs with the reader's Acquire load.
-        self.set_state(first.state.get(), Release);
+    fn commit_first(&self, first: FirstHold) -> u32 {
+        self.store_state(first.state.get());
         0
     }
 
@@ -268,16 +315,33 @@ impl Head {
     /// store; false, changing nothing, when it is not (or the head is
     /// [`NOT_LIVE`]).
     #[inline(always)]
-    pub fn release_lone(&self, ix: u32) -> bool {
-        let s = self.own_state();
+    fn release_lone(&self, ix: u32) -> bool {
+        let s = self.load_state();
         let lone = ix == 0 && s & COUNT_MASK == 1;
         if lone {
             // No odd step (see the module's doc); record 0 keeps its
-            // content, outside the count. Release: pairs with the
-            // reader's Acquire load.
-            self.set_state(settled_from_even(s, 1, 0), Release);
+            // content, outside the count.
+            self.store_state(settled_from_even(s, 1, 0));
         }
         lone
+    }
+}
+
+impl HeadWords for Head {
+    #[inline(always)]
+    fn load_state(&self) -> u64 {
+        self.own_state()
+    }
+
+    #[inline(always)]
+    fn store_state(&self, state: u64) {
+        self.set_state(state, Release)
+    }
+
+    #[inline(always)]
+    fn store_first(&self, r: Rec) {
+        fence(Release);
+        self.first.set(r);
     }
 }
 
