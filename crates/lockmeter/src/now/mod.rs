@@ -172,14 +172,17 @@ pub(crate) fn prepare_hold(
     recorder: *const Recorder,
 ) -> Prepared {
     let lone = prepare_lone(lock, entry, recorder);
-    if lone.is_some() {
+    if lone.is_some() || OwnHead.is_live() {
+        // Written ahead, or a hold among others: [`hold_begins`]'s, with
+        // no call here (the observed upgrade's nested write hold paid one:
+        // `docs/performance.md`, "Session 35").
         return lone;
     }
     prepare_registering(lock, entry, recorder)
 }
 
-/// [`prepare_hold`] for a thread not registered yet (registered now) or
-/// holding other locks.
+/// [`prepare_hold`] for a thread not registered yet (registered now), or
+/// exiting.
 #[cold]
 #[inline(never)]
 fn prepare_registering(lock: usize, entry: *const Entry, recorder: *const Recorder) -> Prepared {

@@ -302,6 +302,12 @@ pub(crate) trait HeadWords {
         Some(FirstHold { state })
     }
 
+    /// Whether the head is a registered table's (not [`NOT_LIVE`]).
+    #[inline(always)]
+    fn is_live(&self) -> bool {
+        self.load_state() & COUNT_MASK != NOT_LIVE
+    }
+
     /// The lock was taken: the record [`HeadWords::prepare_first`] wrote
     /// is the thread's only hold, at index 0. One store. Nothing may
     /// change the table in between.
