@@ -142,8 +142,9 @@ fn register() -> *const ThreadSlot {
 }
 
 /// The thread stops recording: its slot leaves the list and its lock-order
-/// edges are kept in the retired ones. Idempotent; called by `OWNER`'s and
-/// the shard's destructors, whichever runs first.
+/// edges are kept in the retired ones. Idempotent; called by the shard's
+/// destructor (`OWNER`'s does the same by its own pointer), whichever of
+/// the two runs first does the work.
 pub(crate) fn exiting() {
     let p = replace_slot(DEAD);
     if is_live(p) {
