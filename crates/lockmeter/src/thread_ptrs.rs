@@ -383,7 +383,7 @@ mod imp {
         /// after another thread's head went live and held.
         #[test]
         fn a_new_threads_head_is_not_live_until_it_goes_live() {
-            use crate::now::table::Rec;
+            use crate::now::table::{HeadWords, Rec};
             let rec = Rec {
                 lock: 1,
                 what: 8,

@@ -129,10 +129,10 @@ pub struct View {
     pub wait: Option<Rec>,
 }
 
-/// A first hold whose record [`Head::prepare_first`] wrote.
+/// A first hold whose record [`HeadWords::prepare_first`] wrote.
 #[derive(Clone, Copy)]
 pub struct FirstHold {
-    /// The state [`Head::commit_first`] stores, computed ahead too; never
+    /// The state [`HeadWords::commit_first`] stores, computed ahead too; never
     /// 0 (it counts one hold), so that an `Option` of it is one word.
     state: NonZeroU64,
 }
@@ -223,24 +223,6 @@ impl Head {
             *self.mine.get() = state;
         }
         self.state.store(state, order);
-    }
-
-    /// [`HeadWords::prepare_first`] through this reference.
-    #[inline(always)]
-    pub fn prepare_first(&self, r: Rec) -> Option<FirstHold> {
-        HeadWords::prepare_first(self, r)
-    }
-
-    /// [`HeadWords::commit_first`] through this reference.
-    #[inline(always)]
-    pub fn commit_first(&self, first: FirstHold) -> u32 {
-        HeadWords::commit_first(self, first)
-    }
-
-    /// [`HeadWords::release_lone`] through this reference.
-    #[inline(always)]
-    pub fn release_lone(&self, ix: u32) -> bool {
-        HeadWords::release_lone(self, ix)
     }
 }
 
@@ -415,8 +397,8 @@ impl Default for Table {
 impl Drop for Table {
     fn drop(&mut self) {
         if self.owns_head {
-            // SAFETY: allocated by `Table::new` with `Box::into_raw`, and
-            // freed here only.
+            // SAFETY: allocated by `Table::new` as a `Box` (leaked there),
+            // and freed here only.
             drop(unsafe { Box::from_raw(self.head.as_ptr()) });
         }
     }
@@ -522,13 +504,13 @@ impl Table {
         }
     }
 
-    /// [`Head::prepare_first`] on this table's head.
+    /// [`HeadWords::prepare_first`] on this table's head.
     #[inline(always)]
     pub fn prepare_first(&self, r: Rec) -> Option<FirstHold> {
         self.head().prepare_first(r)
     }
 
-    /// [`Head::commit_first`] on this table's head.
+    /// [`HeadWords::commit_first`] on this table's head.
     #[inline(always)]
     pub fn commit_first(&self, first: FirstHold) -> u32 {
         self.head().commit_first(first)
@@ -586,7 +568,7 @@ impl Table {
         }
     }
 
-    /// [`Head::release_lone`] on this table's head.
+    /// [`HeadWords::release_lone`] on this table's head.
     #[inline(always)]
     pub fn release_lone(&self, ix: u32) -> bool {
         self.head().release_lone(ix)
