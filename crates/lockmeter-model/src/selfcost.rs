@@ -58,19 +58,23 @@ pub struct OpCosts {
     /// distribution update, outside the critical section.
     pub timed_hold_ns: f64,
     /// Added inside the critical section by a contended acquisition: the
-    /// clock read that ends the wait and its counters.
+    /// clock read that ends the wait and its counters, and the held-lock
+    /// record's change from waiting to holding (left out before session
+    /// 36).
     pub contended_inside_ns: f64,
     /// Added outside it by a contended acquisition: the clock reads that
     /// start the wait and end the hold, the wait distribution and holder
-    /// table.
+    /// table, and the held-lock record of the wait.
     pub contended_outside_ns: f64,
     /// Added inside the critical section by a contended acquisition whose
     /// timing the sample left out (`Stats::wait_untimed`): its counters
-    /// and the holder table's count, no clock read. 0 in older dumps,
-    /// which timed every one.
+    /// and the holder table's count, no clock read, and the held-lock
+    /// record's change as for [`OpCosts::contended_inside_ns`]. 0 in
+    /// older dumps, which timed every one.
     pub contended_untimed_inside_ns: f64,
     /// Added outside it by such an acquisition: the clock read that
-    /// starts the wait (the sample decides after it).
+    /// starts the wait (the sample decides after it), and the held-lock
+    /// record of the wait.
     pub contended_untimed_outside_ns: f64,
     /// One stack capture at the configured depth (0 when stacks are off).
     /// A waiter's capture is inside the critical section, a holder's

@@ -28,8 +28,9 @@
 //! - **Per recorder** ([`recorder_part`]), on the calling thread, with a
 //!   standalone entry on the recorder's clock, at the same snapshots: a
 //!   timed hold's clock reads and distribution update, a contended
-//!   acquisition's extra counters and clock reads, and one stack capture
-//!   at the recorder's depth.
+//!   acquisition's extra counters and clock reads, its held-lock record
+//!   (the wait, then the hold; on a thread of its own), and one stack
+//!   capture at the recorder's depth.
 //!
 //! [`costs_for`] puts the two together at every snapshot.
 
@@ -456,6 +457,8 @@ pub(super) struct RecorderPart {
     /// in noise.
     timed_hold_ns: f64,
     stack_capture_ns: f64,
+    /// [`wait_record_costs`]: outside and inside, ns.
+    wait_record: (f64, f64),
 }
 
 /// The part of `rec`'s costs measured on its clock and stack depth;
@@ -478,11 +481,13 @@ pub(super) fn recorder_part(rec: &Recorder) -> Option<RecorderPart> {
     } else {
         capture_cost(rec.stacks.depth)
     };
+    let wait_record = wait_record_costs(&rec.clock).unwrap_or((0.0, 0.0));
     Some(RecorderPart {
         took_ns: started.elapsed().as_nanos() as u64,
         entry,
         timed_hold_ns,
         stack_capture_ns,
+        wait_record,
     })
 }
 
@@ -495,6 +500,8 @@ impl Measurement for RecorderPart {
             + e.contended_untimed_inside_ns
             + e.contended_untimed_outside_ns
             + self.stack_capture_ns
+            + self.wait_record.0
+            + self.wait_record.1
     }
 
     fn took_ns(&self) -> u64 {
@@ -518,6 +525,7 @@ pub(super) fn costs_for(rec: &Recorder, part: &RecorderPart, part_took_ns: u64) 
     };
     let outside = base.outside_ns.max(0.0);
     let inside = base.inside_ns.max(0.0);
+    let (wait_outside, wait_inside) = part.wait_record;
     let kinds = base
         .kinds
         .iter()
@@ -545,10 +553,11 @@ pub(super) fn costs_for(rec: &Recorder, part: &RecorderPart, part_took_ns: u64) 
         lookup: if global { "global" } else { "scoped" }.to_string(),
         kinds,
         timed_hold_ns,
-        contended_inside_ns: part.entry.contended_inside_ns,
-        contended_outside_ns: part.entry.contended_outside_ns,
-        contended_untimed_inside_ns: part.entry.contended_untimed_inside_ns,
-        contended_untimed_outside_ns: part.entry.contended_untimed_outside_ns,
+        // Every contended acquisition records its wait, timed or not.
+        contended_inside_ns: part.entry.contended_inside_ns + wait_inside,
+        contended_outside_ns: part.entry.contended_outside_ns + wait_outside,
+        contended_untimed_inside_ns: part.entry.contended_untimed_inside_ns + wait_inside,
+        contended_untimed_outside_ns: part.entry.contended_untimed_outside_ns + wait_outside,
         stack_capture_ns: part.stack_capture_ns,
         calibrations: taken.count,
         calibration_kept: taken.kept,
@@ -664,6 +673,63 @@ fn entry_costs(clock: &quanta::Clock) -> EntryCosts {
     }
 }
 
+/// What a contended acquisition's held-lock record (`now`) adds to the
+/// record the uncontended path writes (which [`before_attempt`] and
+/// [`while_held`] time): the wait recorded before the thread blocks
+/// (outside the critical section) and, once the lock is taken, the wait's
+/// end and the hold recorded in one change (inside). Without it the
+/// contended estimates left out the hangs feature's work (`docs/
+/// performance.md`, "Session 36").
+///
+/// Timed on a thread of its own, whose table holds nothing else, so that
+/// the caller's held locks get no lock-order edge to the calibration's
+/// and its table is never touched; the records name a recorder address no
+/// recorder has, so no snapshot shows them, and an entry that outlives
+/// them (readers resolve every record's entry). `(outside, inside)`, ns.
+fn wait_record_costs(clock: &quanta::Clock) -> Option<(f64, f64)> {
+    let clock = clock.clone();
+    on_own_thread(move || {
+        static NO_RECORDER: u8 = 0;
+        let rec = &NO_RECORDER as *const u8 as *const Recorder;
+        let key = SiteKey {
+            class: Class::new(Some("lockmeter.calibration.wait"), Location::caller()),
+            kind: LockKind::Mutex,
+            site: Location::caller(),
+            mode: Mode::Exclusive,
+        };
+        let entry = Entry::new(key, [0; 3], 0, clock, u64::MAX, 1);
+        let e = &entry as *const Entry;
+        let lock = black_box(e as usize + 1);
+        // A wait that begins and ends: half of it is the wait's record.
+        let wait = timed(|| {
+            crate::now::wait_begins(lock, e, rec);
+            crate::now::wait_ends();
+        });
+        // A contended acquisition's whole record, and the uncontended one's.
+        let contended = timed(|| {
+            crate::now::wait_begins(lock, e, rec);
+            let held = crate::now::wait_ends_held(lock, e, rec, 0);
+            crate::now::hold_ends(held);
+        });
+        let lone = timed(|| {
+            let prepared = crate::now::prepare_hold(lock, e, rec);
+            let held = crate::now::hold_prepared(prepared, lock, e, rec);
+            crate::now::hold_ends(held);
+        });
+        let prepare = timed(|| {
+            black_box(crate::now::prepare_hold(lock, e, rec));
+        });
+        // The contended path also prepares (its attempt failed after) and
+        // releases as the uncontended one does, both counted for every
+        // acquisition already; what it adds is the rest.
+        let added = (contended - lone + prepare).max(0.0);
+        let outside = (wait / 2.0).clamp(0.0, added);
+        drop(entry);
+        Some((outside, added - outside))
+    })
+    .flatten()
+}
+
 /// One stack capture of `depth` frames, from `depth` frames deep (so that
 /// the unwinder walks all of them, as in a program's deep call stacks).
 fn capture_cost(depth: usize) -> f64 {
@@ -681,4 +747,38 @@ fn capture_cost(depth: usize) -> f64 {
     }
     let depth = depth.clamp(1, MAX_STACK_DEPTH);
     deep(depth, depth)
+}
+
+#[cfg(all(test, not(any(miri, lockmeter_loom))))]
+mod tests {
+    use super::*;
+
+    /// The wait record is timed on a thread of its own: the caller's
+    /// table, holding a record of its own, keeps its generation (every
+    /// change of a table moves it), so no reader ever saw the caller
+    /// waiting on, or holding, the calibration's lock.
+    #[test]
+    fn the_wait_record_is_timed_off_the_calling_thread() {
+        let view = || crate::now::thread::with_slot(|s| s.table.read()).flatten();
+        static HELD: u8 = 0;
+        let key = SiteKey {
+            class: Class::new(Some("lockmeter.calibration.test"), Location::caller()),
+            kind: LockKind::Mutex,
+            site: Location::caller(),
+            mode: Mode::Exclusive,
+        };
+        let entry = Entry::new(key, [0; 3], 0, quanta::Clock::new(), u64::MAX, 1);
+        let rec = &HELD as *const u8 as *const Recorder;
+        let lock = &HELD as *const u8 as usize;
+        let held = crate::now::hold_begins(lock, &entry, rec);
+        let before = view().expect("this thread's table");
+        assert_eq!(before.held.len(), 1);
+
+        let (outside, inside) = wait_record_costs(&quanta::Clock::new()).expect("measured");
+
+        assert!(outside.is_finite() && outside >= 0.0, "{outside}");
+        assert!(inside.is_finite() && inside >= 0.0, "{inside}");
+        assert_eq!(view(), Some(before), "the caller's table changed");
+        crate::now::hold_ends(held);
+    }
 }
