@@ -515,3 +515,62 @@ fn now_tables_are_read_whole_or_not_at_all() {
         },
     ));
 }
+
+/// A contended acquisition's wait kept in the table's head (record 0,
+/// the count set to the head-wait mark with no odd step) and its end with
+/// the lock taken (record 0 rewritten as the hold, with the odd step): a
+/// reader never keeps the wait with the hold's fields or the hold with
+/// the wait's, and sees only states the writer was in.
+#[test]
+fn a_wait_kept_in_the_head_and_its_hold_are_read_whole() {
+    loom::model(now_model(
+        |w| {
+            w.wait(lockmeter::loom_now::Rec {
+                since: 100,
+                ..now_rec(1)
+            });
+            let a = w.wait_over_held(now_rec(1));
+            w.release(a);
+            w.wait(now_rec(3));
+            w.wait_over();
+        },
+        |v| {
+            let held: Vec<usize> = v.held.iter().map(|r| r.lock).collect();
+            let wait = v.wait.map(|r| (r.lock, r.since));
+            let want: (&[usize], Option<(usize, u64)>) = match v.gen {
+                0 | 6 | 10 => (&[], None),
+                2 => (&[], Some((1, 100))),
+                4 => (&[1], None),
+                8 => (&[], Some((3, 3))),
+                g => panic!("generation {g} the writer never made"),
+            };
+            assert_eq!((held.as_slice(), wait), want, "{v:?}");
+        },
+    ));
+}
+
+/// A wait kept in the head, then a nested wait (a semaphore's spin on its
+/// own lock): the head's wait moves to the heap in one change, and a
+/// reader sees the outer wait throughout, never no wait at all.
+#[test]
+fn a_wait_kept_in_the_head_moves_to_the_heap_whole() {
+    loom::model(now_model(
+        |w| {
+            w.wait(now_rec(1));
+            w.wait(now_rec(2));
+            w.wait_over();
+            w.wait_over();
+        },
+        |v| {
+            let wait = v.wait.map(|r| r.lock);
+            let want = match v.gen {
+                0 | 10 => None,
+                2 | 4 | 8 => Some(1),
+                6 => Some(2),
+                g => panic!("generation {g} the writer never made"),
+            };
+            assert!(v.held.is_empty(), "{v:?}");
+            assert_eq!(wait, want, "{v:?}");
+        },
+    ));
+}

@@ -271,8 +271,20 @@ pub(crate) fn hold_ends_if_lone(ix: u32) -> bool {
     ix == UNTRACKED
 }
 
-/// The thread is about to block waiting for `lock`.
+/// The thread is about to block waiting for `lock`. A thread that holds
+/// and waits on nothing (a contended acquisition's common case) records
+/// it in its head, with no call (`table::HeadWords::begin_head_wait`).
+#[inline(always)]
 pub(crate) fn wait_begins(lock: usize, entry: *const Entry, recorder: *const Recorder) {
+    if !OwnHead.begin_head_wait(rec(lock, entry, recorder)) {
+        wait_begins_in_table(lock, entry, recorder);
+    }
+}
+
+/// [`wait_begins`] among other holds or waits, or on a thread not
+/// registered yet.
+#[inline(never)]
+fn wait_begins_in_table(lock: usize, entry: *const Entry, recorder: *const Recorder) {
     thread::with_slot(|s| s.table.wait(rec(lock, entry, recorder)));
 }
 
@@ -284,7 +296,9 @@ pub(crate) fn wait_is_loose() {
 
 /// The wait gave up.
 pub(crate) fn wait_ends() {
-    thread::with_slot(|s| s.table.wait_over());
+    if !OwnHead.end_head_wait() {
+        thread::with_slot(|s| s.table.wait_over());
+    }
 }
 
 /// The wait ended with the lock taken after `wait_ns`.
@@ -294,6 +308,10 @@ pub(crate) fn wait_ends_held(
     recorder: *const Recorder,
     wait_ns: u64,
 ) -> u32 {
+    // The wait the head kept: nothing else was held, so no lock-order edge.
+    if let Some(ix) = OwnHead.head_wait_held(rec(lock, entry, recorder)) {
+        return ix;
+    }
     thread::with_slot(|s| {
         let r = rec(lock, entry, recorder);
         if s.table.holds() != 0 && ORDER.load(Relaxed) {

@@ -28,6 +28,13 @@
 //! last release and reads record 0 while it is rewritten sees, by the
 //! fences, the release's generation at its second read, and retries.
 //!
+//! A contended acquisition's wait, when its thread holds and waits on
+//! nothing, is kept in record 0 the same way ([`HEAD_WAIT`] in the
+//! count): written while the count leaves record 0 out, then one store of
+//! the state; its end with the lock taken rewrites record 0 as the hold,
+//! with the odd step, since readers read record 0 as the wait until then.
+//! Any other change first moves that wait to the heap's waits.
+//!
 //! The generation also says whether a thread did anything between two
 //! reads: the deadlock watchdog confirms a cycle only when every thread
 //! in it kept its generation across two scans.
@@ -165,6 +172,14 @@ pub struct Head {
 pub(crate) const NOT_LIVE: u64 = 0x80;
 
 const _: () = assert!(NOT_LIVE > MAX_HELD as u64 && NOT_LIVE <= COUNT_MASK);
+
+/// The count of a head whose record 0 is the thread's wait, begun while
+/// it held and waited on nothing (`HeadWords::begin_head_wait`): no hold
+/// is counted, and the table's heap waits are empty. Any other change of
+/// the table first moves that wait to the heap (`Table::settle_head_wait`).
+pub(crate) const HEAD_WAIT: u64 = 0x40;
+
+const _: () = assert!(HEAD_WAIT > MAX_HELD as u64 && HEAD_WAIT != NOT_LIVE);
 
 // SAFETY: `mine` is touched by the owning thread only (see `own_state`);
 // everything else is atomic.
@@ -312,6 +327,52 @@ pub(crate) trait HeadWords {
             self.store_state(settled_from_even(s, 1, 0));
         }
         lone
+    }
+
+    /// A wait begins on a thread that holds and waits on nothing (a
+    /// contended acquisition's common case): `r` goes to record 0, which
+    /// the count (0) leaves out while it is written, and one store of the
+    /// state makes it the wait ([`HEAD_WAIT`]). False, changing nothing,
+    /// otherwise (then the wait is the heap's, [`Table::wait`]). So that a
+    /// contended acquisition's wait is recorded with no pointer to follow
+    /// and no odd step (`docs/performance.md`, "Session 36").
+    #[inline(always)]
+    fn begin_head_wait(&self, r: Rec) -> bool {
+        let s = self.load_state();
+        if s & COUNT_MASK != 0 {
+            return false;
+        }
+        self.store_first(r);
+        self.store_state(settled_from_even(s, 0, HEAD_WAIT));
+        true
+    }
+
+    /// The wait [`HeadWords::begin_head_wait`] recorded gave up: one
+    /// store. False, changing nothing, when the wait is not the head's.
+    #[inline(always)]
+    fn end_head_wait(&self) -> bool {
+        let s = self.load_state();
+        let head = s & COUNT_MASK == HEAD_WAIT;
+        if head {
+            self.store_state(settled_from_even(s, HEAD_WAIT, 0));
+        }
+        head
+    }
+
+    /// The wait [`HeadWords::begin_head_wait`] recorded ended with the lock
+    /// taken: record 0 becomes the hold `r` (index 0), in one change with
+    /// the odd step, since a reader reads record 0 as the wait until
+    /// then. `None`, changing nothing, when the wait is not the head's.
+    #[inline(always)]
+    fn head_wait_held(&self, r: Rec) -> Option<u32> {
+        let s = self.load_state();
+        if s & COUNT_MASK != HEAD_WAIT {
+            return None;
+        }
+        self.store_state(s | GEN_STEP);
+        self.store_first(r);
+        self.store_state(settled(s, 1));
+        Some(0)
     }
 }
 
@@ -483,7 +544,26 @@ impl Table {
     /// Holds currently recorded (writer side).
     #[inline(always)]
     pub fn holds(&self) -> usize {
-        (self.own_state() & COUNT_MASK) as usize
+        match self.own_state() & COUNT_MASK {
+            HEAD_WAIT => 0,
+            n => n as usize,
+        }
+    }
+
+    /// Moves a wait kept in the head ([`HEAD_WAIT`]) to the heap's
+    /// waits, in one change, before any other change of the table: the
+    /// head's record 0 is then free for a hold, and nested waits stack on
+    /// top of it as before.
+    fn settle_head_wait(&self) {
+        if self.own_state() & COUNT_MASK != HEAD_WAIT {
+            return;
+        }
+        let w = self.record(0).get();
+        self.change(|_| {
+            self.waits[0].set(w);
+            self.waits_len.store(1, Relaxed);
+            ((), 0)
+        });
     }
 
     /// The held records, for the writer's own use (lock order).
@@ -527,6 +607,7 @@ impl Table {
     /// 23").
     #[inline(never)]
     pub fn hold_nested(&self, r: &Rec) -> u32 {
+        self.settle_head_wait();
         let len = self.holds();
         let ix = self.slot_for_hold(len);
         if ix == MAX_HELD {
@@ -576,6 +657,7 @@ impl Table {
 
     #[inline(never)]
     fn release_nested(&self, ix: u32) {
+        self.settle_head_wait();
         if ix == OVERFLOW {
             // Counted while held (`slot_for_hold`), so no longer.
             let n = self.untracked.load(Relaxed);
@@ -605,6 +687,10 @@ impl Table {
 
     /// A wait begins (nested waits stack up).
     pub fn wait(&self, r: Rec) {
+        if self.head().begin_head_wait(r) {
+            return;
+        }
+        self.settle_head_wait();
         let depth = self.waits_len.load(Relaxed);
         self.change(|len| {
             if depth < MAX_WAITS {
@@ -617,6 +703,7 @@ impl Table {
 
     /// Sets `bit` in the innermost wait's `what`.
     pub fn flag_wait(&self, bit: usize) {
+        self.settle_head_wait();
         let depth = self.waits_len.load(Relaxed);
         if depth == 0 || depth > MAX_WAITS {
             return;
@@ -627,6 +714,10 @@ impl Table {
 
     /// The innermost wait ended without acquiring.
     pub fn wait_over(&self) {
+        if self.head().end_head_wait() {
+            return;
+        }
+        self.settle_head_wait();
         let depth = self.waits_len.load(Relaxed);
         self.change(|len| (self.waits_len.store(depth.saturating_sub(1), Relaxed), len));
     }
@@ -634,6 +725,10 @@ impl Table {
     /// The innermost wait ended by acquiring: one change, so no reader
     /// sees the thread neither waiting nor holding.
     pub fn wait_over_held(&self, r: Rec) -> u32 {
+        if let Some(ix) = self.head().head_wait_held(r) {
+            return ix;
+        }
+        self.settle_head_wait();
         let depth = self.waits_len.load(Relaxed);
         let len = self.holds();
         let ix = self.slot_for_hold(len);
@@ -669,14 +764,21 @@ impl Table {
                 crate::primitive::spin_loop();
                 continue;
             }
-            let len = ((s1 & COUNT_MASK) as usize).min(MAX_HELD);
+            let head_wait = s1 & COUNT_MASK == HEAD_WAIT;
+            let len = match head_wait {
+                true => 0,
+                false => ((s1 & COUNT_MASK) as usize).min(MAX_HELD),
+            };
             let held: Vec<Rec> = self
                 .records(len)
                 .map(Slot::get)
                 .filter(|r| r.lock != 0)
                 .collect();
             let depth = self.waits_len.load(Relaxed);
-            let wait = (depth > 0 && depth <= MAX_WAITS).then(|| self.waits[depth - 1].get());
+            let wait = match depth {
+                1..=MAX_WAITS => Some(self.waits[depth - 1].get()),
+                _ => head_wait.then(|| self.record(0).get()),
+            };
             // Acquire fence: if any load above saw a store of a later
             // change, the load below sees that change's odd generation.
             fence(Acquire);
@@ -759,6 +861,74 @@ mod tests {
         assert_eq!(t.read().unwrap().wait, Some(rec(8)));
         t.wait_over();
         assert_eq!(t.read().unwrap().wait, None);
+    }
+
+    /// A wait begun holding nothing is kept in the head; whatever the
+    /// table does next (a nested wait, a hold, a flag) moves it to the
+    /// heap first, so that views keep showing it as the outermost wait.
+    #[test]
+    fn a_wait_kept_in_the_head_moves_to_the_heap_before_any_other_change() {
+        let t = Table::new();
+        t.wait(rec(7));
+        assert_eq!(
+            t.head().load_state() & COUNT_MASK,
+            HEAD_WAIT,
+            "kept in the head"
+        );
+        assert_eq!(t.holds(), 0);
+        let v = t.read().unwrap();
+        assert_eq!((v.wait, v.held.len()), (Some(rec(7)), 0));
+        // A semaphore's down: the spin on its own lock, a hold of it, and
+        // a flag on the outer wait.
+        t.wait(rec(8));
+        assert_eq!(t.head().load_state() & COUNT_MASK, 0, "moved to the heap");
+        assert_eq!(t.read().unwrap().wait, Some(rec(8)), "innermost");
+        let inner = t.wait_over_held(rec(8));
+        let v = t.read().unwrap();
+        assert_eq!((v.wait, v.held), (Some(rec(7)), vec![rec(8)]));
+        t.flag_wait(Rec::LOOSE);
+        t.release(inner);
+        let loose = Rec {
+            what: rec(7).what | Rec::LOOSE,
+            ..rec(7)
+        };
+        assert_eq!(t.read().unwrap().wait, Some(loose));
+        t.wait_over();
+        let v = t.read().unwrap();
+        assert_eq!((v.wait, v.held.len()), (None, 0));
+
+        // Kept in the head again, then a hold taken while it waits.
+        t.wait(rec(9));
+        let h = t.hold(rec(10));
+        let v = t.read().unwrap();
+        assert_eq!((v.wait, v.held), (Some(rec(9)), vec![rec(10)]));
+        t.release(h);
+        t.wait_over();
+        assert_eq!(t.read().unwrap().wait, None);
+    }
+
+    /// The head's wait ends in one state store when it gives up, and
+    /// becomes the hold at index 0 when it acquires, which the lone
+    /// release then forgets; each a change of the generation.
+    #[test]
+    fn a_wait_kept_in_the_head_ends_as_a_hold_or_gives_up() {
+        let t = Table::new();
+        let g = t.read().unwrap().gen;
+        t.wait(rec(7));
+        t.wait_over();
+        let v = t.read().unwrap();
+        assert_eq!((v.gen, v.wait), (g + 4, None));
+        t.wait(rec(7));
+        let held = Rec {
+            since: 99,
+            ..rec(7)
+        };
+        let ix = t.wait_over_held(held);
+        assert_eq!(ix, 0);
+        let v = t.read().unwrap();
+        assert_eq!((v.gen, v.wait, v.held), (g + 8, None, vec![held]));
+        assert!(t.release_lone(ix), "the lone release forgets it");
+        assert_eq!(t.read().unwrap().held, vec![]);
     }
 
     /// A reader on another thread only ever sees states the writer was in.
