@@ -91,6 +91,16 @@ impl HeadWords for OwnHead {
     fn store_first(&self, r: Rec) {
         imp::set_head_first(r)
     }
+
+    #[inline(always)]
+    fn load_first(&self) -> Rec {
+        imp::head_first()
+    }
+
+    #[inline(always)]
+    fn store_since(&self, since: u64) {
+        imp::set_head_since(since)
+    }
 }
 
 /// Whether this thread has found a lockmeter layer in a scoped dispatcher.
@@ -255,16 +265,42 @@ mod imp {
     /// keeps stores in order.
     #[inline(always)]
     pub(super) fn set_head_state(state: u64) {
+        store::<STATE_AT>(state)
+    }
+
+    /// Stores record 0's `since`, as [`set_head_state`] stores the state.
+    #[inline(always)]
+    pub(super) fn set_head_since(since: u64) {
+        store::<{ FIRST_AT[3] }>(since)
+    }
+
+    /// Record 0 of the head, as this thread last wrote it.
+    #[inline(always)]
+    pub(super) fn head_first() -> super::Rec {
+        super::Rec {
+            lock: load::<{ FIRST_AT[0] }>(),
+            what: load::<{ FIRST_AT[1] }>(),
+            recorder: load::<{ FIRST_AT[2] }>(),
+            since: load::<{ FIRST_AT[3] }>() as u64,
+        }
+    }
+
+    /// Stores `word` at `OFFSET` in this thread's [`Block`], one
+    /// `%fs`-relative store. After every access before it: the `asm!` may
+    /// touch any memory, so the compiler keeps them before it, and x86
+    /// keeps stores in order.
+    #[inline(always)]
+    fn store<const OFFSET: usize>(word: u64) {
         // SAFETY: as in `load`; the store writes this thread's own aligned
         // word, which other threads read only as an atomic, and an aligned
         // 8-byte store is atomic on x86-64.
         unsafe {
             std::arch::asm!(
                 concat!("mov {off}, qword ptr [rip + ", symbol!(), "@GOTTPOFF]"),
-                "mov qword ptr fs:[{off} + {at}], {state}",
+                "mov qword ptr fs:[{off} + {at}], {word}",
                 off = out(reg) _,
-                state = in(reg) state,
-                at = const STATE_AT,
+                word = in(reg) word,
+                at = const OFFSET,
                 options(nostack, preserves_flags),
             );
         }
@@ -406,6 +442,33 @@ mod imp {
                 "nor on the next thread"
             );
         }
+
+        /// The owning thread's `%fs`-relative accesses reach the same
+        /// words as the head's address: record 0 written through one
+        /// reads back through the other, and `since` stored alone moves
+        /// nothing else.
+        #[test]
+        fn the_own_heads_record_is_the_heads_record() {
+            use crate::now::table::{HeadWords, Rec};
+            std::thread::spawn(|| {
+                // SAFETY: this thread's head, used on it while it runs.
+                let head = unsafe { &*head() };
+                let rec = Rec {
+                    lock: 1,
+                    what: 8,
+                    recorder: 16,
+                    since: 5,
+                };
+                super::super::OwnHead.store_first(rec);
+                assert_eq!(head.load_first(), rec);
+                super::super::OwnHead.store_since(9);
+                assert_eq!(head.load_first(), Rec { since: 9, ..rec });
+                head.store_first(Rec { lock: 2, ..rec });
+                assert_eq!(super::super::OwnHead.load_first(), Rec { lock: 2, ..rec });
+            })
+            .join()
+            .unwrap();
+        }
     }
 }
 
@@ -468,6 +531,16 @@ mod imp {
     #[inline(always)]
     pub(super) fn set_head_first(r: super::Rec) {
         own(|h| h.store_first(r))
+    }
+
+    #[inline(always)]
+    pub(super) fn set_head_since(since: u64) {
+        own(|h| h.store_since(since))
+    }
+
+    #[inline(always)]
+    pub(super) fn head_first() -> super::Rec {
+        own(|h| h.load_first())
     }
 
     #[inline(always)]

@@ -274,6 +274,11 @@ pub(crate) trait HeadWords {
     /// that sees one of them also sees, at its second read, the state
     /// stored before (pairs with the reader's Acquire fence).
     fn store_first(&self, r: Rec);
+    /// Record 0 as the writer last wrote it.
+    fn load_first(&self) -> Rec;
+    /// Stores record 0's `since` alone, as [`HeadWords::store_first`]
+    /// stores the record.
+    fn store_since(&self, since: u64);
 
     /// The first half of [`Table::hold`] for a thread that holds nothing,
     /// which may run before the lock is even tried: writes `r` as record
@@ -370,7 +375,13 @@ pub(crate) trait HeadWords {
             return None;
         }
         self.store_state(s | GEN_STEP);
-        self.store_first(r);
+        // The wait's own acquisition, always so far: only its start moves.
+        let w = self.load_first();
+        if (w.lock, w.what, w.recorder) == (r.lock, r.what, r.recorder) {
+            self.store_since(r.since);
+        } else {
+            self.store_first(r);
+        }
         self.store_state(settled(s, 1));
         Some(0)
     }
@@ -391,6 +402,17 @@ impl HeadWords for Head {
     fn store_first(&self, r: Rec) {
         fence(Release);
         self.first.set(r);
+    }
+
+    #[inline(always)]
+    fn load_first(&self) -> Rec {
+        self.first.get()
+    }
+
+    #[inline(always)]
+    fn store_since(&self, since: u64) {
+        fence(Release);
+        self.first.since.store(since, Relaxed);
     }
 }
 
@@ -929,6 +951,11 @@ mod tests {
         assert_eq!((v.gen, v.wait, v.held), (g + 8, None, vec![held]));
         assert!(t.release_lone(ix), "the lone release forgets it");
         assert_eq!(t.read().unwrap().held, vec![]);
+        // Held as another record than the wait's: the whole record moves.
+        t.wait(rec(7));
+        let ix = t.wait_over_held(rec(8));
+        assert_eq!(t.read().unwrap().held, vec![rec(8)]);
+        t.release(ix);
     }
 
     /// A reader on another thread only ever sees states the writer was in.
