@@ -572,12 +572,18 @@ impl Table {
         }
     }
 
+    /// Whether the head keeps the thread's wait ([`HEAD_WAIT`]).
+    fn keeps_head_wait(&self) -> bool {
+        self.own_state() & COUNT_MASK == HEAD_WAIT
+    }
+
     /// Moves a wait kept in the head ([`HEAD_WAIT`]) to the heap's
-    /// waits, in one change, before any other change of the table: the
-    /// head's record 0 is then free for a hold, and nested waits stack on
-    /// top of it as before.
+    /// waits, in one change, before any other change of the table (a
+    /// nested wait, a flag, a hold: [`Table::hold`], the one way a hold
+    /// reaches such a head): the head's record 0 is then free for a hold,
+    /// and nested waits stack on top of it as before.
     fn settle_head_wait(&self) {
-        if self.own_state() & COUNT_MASK != HEAD_WAIT {
+        if !self.keeps_head_wait() {
             return;
         }
         let w = self.record(0).get();
@@ -602,7 +608,12 @@ impl Table {
     pub fn hold(&self, r: Rec) -> u32 {
         match self.prepare_first(r) {
             Some(first) => self.commit_first(first),
-            None => self.hold_nested(&r),
+            None => {
+                // The only way a hold reaches a head that keeps a wait: its
+                // count, not a hold's, sends it here.
+                self.settle_head_wait();
+                self.hold_nested(&r)
+            }
         }
     }
 
@@ -629,7 +640,7 @@ impl Table {
     /// 23").
     #[inline(never)]
     pub fn hold_nested(&self, r: &Rec) -> u32 {
-        self.settle_head_wait();
+        debug_assert!(!self.keeps_head_wait(), "Table::hold settles it first");
         let len = self.holds();
         let ix = self.slot_for_hold(len);
         if ix == MAX_HELD {
@@ -679,7 +690,9 @@ impl Table {
 
     #[inline(never)]
     fn release_nested(&self, ix: u32) {
-        self.settle_head_wait();
+        // A hold taken while the head kept a wait moved the wait first
+        // (`Table::hold`), and a waiting thread releases nothing.
+        debug_assert!(!self.keeps_head_wait());
         if ix == OVERFLOW {
             // Counted while held (`slot_for_hold`), so no longer.
             let n = self.untracked.load(Relaxed);
