@@ -621,16 +621,22 @@ struct EntryCosts {
     contended_untimed_outside_ns: f64,
 }
 
-/// [`EntryCosts`], on a standalone entry that belongs to no shard: only
-/// this thread writes it.
-fn entry_costs(clock: &quanta::Clock) -> EntryCosts {
+/// An entry of class `name` (a [`CLASS_PREFIX`] one) that belongs to no
+/// shard: only the calling thread writes it, and no snapshot counts it.
+fn standalone_entry(name: &'static str, clock: quanta::Clock) -> Entry {
     let key = SiteKey {
-        class: Class::new(Some("lockmeter.calibration.entry"), Location::caller()),
+        class: Class::new(Some(name), Location::caller()),
         kind: LockKind::Mutex,
         site: Location::caller(),
         mode: Mode::Exclusive,
     };
-    let e = Entry::new(key, [0; 3], 0, clock.clone(), u64::MAX, 1);
+    Entry::new(key, [0; 3], 0, clock, u64::MAX, 1)
+}
+
+/// [`EntryCosts`], on a standalone entry that belongs to no shard: only
+/// this thread writes it.
+fn entry_costs(clock: &quanta::Clock) -> EntryCosts {
+    let e = standalone_entry("lockmeter.calibration.entry", clock.clone());
     // A sampled uncontended hold: a clock read before the attempt, one
     // after the unlock, the distribution.
     let hold = timed(|| {
@@ -691,13 +697,7 @@ fn wait_record_costs(clock: &quanta::Clock) -> Option<(f64, f64)> {
     on_own_thread(move || {
         static NO_RECORDER: u8 = 0;
         let rec = &NO_RECORDER as *const u8 as *const Recorder;
-        let key = SiteKey {
-            class: Class::new(Some("lockmeter.calibration.wait"), Location::caller()),
-            kind: LockKind::Mutex,
-            site: Location::caller(),
-            mode: Mode::Exclusive,
-        };
-        let entry = Entry::new(key, [0; 3], 0, clock, u64::MAX, 1);
+        let entry = standalone_entry("lockmeter.calibration.wait", clock);
         let e = &entry as *const Entry;
         let lock = black_box(e as usize + 1);
         // A wait that begins and ends: half of it is the wait's record.
@@ -725,9 +725,8 @@ fn wait_record_costs(clock: &quanta::Clock) -> Option<(f64, f64)> {
         let added = (contended - lone + prepare).max(0.0);
         let outside = (wait / 2.0).clamp(0.0, added);
         drop(entry);
-        Some((outside, added - outside))
+        (outside, added - outside)
     })
-    .flatten()
 }
 
 /// One stack capture of `depth` frames, from `depth` frames deep (so that
@@ -761,13 +760,7 @@ mod tests {
     fn the_wait_record_is_timed_off_the_calling_thread() {
         let view = || crate::now::thread::with_slot(|s| s.table.read()).flatten();
         static HELD: u8 = 0;
-        let key = SiteKey {
-            class: Class::new(Some("lockmeter.calibration.test"), Location::caller()),
-            kind: LockKind::Mutex,
-            site: Location::caller(),
-            mode: Mode::Exclusive,
-        };
-        let entry = Entry::new(key, [0; 3], 0, quanta::Clock::new(), u64::MAX, 1);
+        let entry = standalone_entry("lockmeter.calibration.test", quanta::Clock::new());
         let rec = &HELD as *const u8 as *const Recorder;
         let lock = &HELD as *const u8 as usize;
         let held = crate::now::hold_begins(lock, &entry, rec);
