@@ -238,6 +238,29 @@ mod imp {
         p
     }
 
+    /// The thread-local's offset from the thread pointer, from the GOT
+    /// entry the initial-exec relocation names (a `mov` of a constant once
+    /// the linker of an executable has relaxed it). Its own `asm!`, `pure`
+    /// and `nomem` (the entry never changes), so that the compiler
+    /// computes it once for the accesses below that one function makes,
+    /// where each access computing its own cost the observed SpinLock six
+    /// instructions a lock/unlock (callgrind 98.4 -> 93.4, 2.34-2.37 ->
+    /// 2.20-2.21 of bare; `docs/performance.md`, "Session 37").
+    #[inline(always)]
+    fn offset() -> usize {
+        let off: usize;
+        // SAFETY: one load of the GOT entry, which the dynamic linker
+        // wrote before any code ran and never changes; no write, no stack.
+        unsafe {
+            std::arch::asm!(
+                concat!("mov {off}, qword ptr [rip + ", symbol!(), "@GOTTPOFF]"),
+                off = out(reg) off,
+                options(pure, nomem, nostack, preserves_flags),
+            );
+        }
+        off
+    }
+
     #[inline(always)]
     pub(super) fn with<R>(f: impl FnOnce(&ThreadPtrs) -> R) -> R {
         // SAFETY: the address is this thread's 64 bytes, 64-aligned and
@@ -296,9 +319,8 @@ mod imp {
         // 8-byte store is atomic on x86-64.
         unsafe {
             std::arch::asm!(
-                concat!("mov {off}, qword ptr [rip + ", symbol!(), "@GOTTPOFF]"),
                 "mov qword ptr fs:[{off} + {at}], {word}",
-                off = out(reg) _,
+                off = in(reg) offset(),
                 word = in(reg) word,
                 at = const OFFSET,
                 options(nostack, preserves_flags),
@@ -314,12 +336,11 @@ mod imp {
         // SAFETY: as in `set_head_state`, for four words.
         unsafe {
             std::arch::asm!(
-                concat!("mov {off}, qword ptr [rip + ", symbol!(), "@GOTTPOFF]"),
                 "mov qword ptr fs:[{off} + {what_at}], {what}",
                 "mov qword ptr fs:[{off} + {recorder_at}], {recorder}",
                 "mov qword ptr fs:[{off} + {since_at}], {since}",
                 "mov qword ptr fs:[{off} + {lock_at}], {lock}",
-                off = out(reg) _,
+                off = in(reg) offset(),
                 lock = in(reg) r.lock,
                 what = in(reg) r.what,
                 recorder = in(reg) r.recorder,
@@ -333,10 +354,9 @@ mod imp {
         }
     }
 
-    /// The word at `OFFSET` in this thread's [`Block`], read in two
-    /// instructions (the offset's GOT load, which the linker of an
-    /// executable makes a constant, and the `%fs`-relative load) where
-    /// [`with`] takes three. `readonly`: a write to memory in between (a
+    /// The word at `OFFSET` in this thread's [`Block`], one
+    /// `%fs`-relative load at [`offset`] where [`with`] takes two more
+    /// (the thread pointer's load and an add). `readonly`: a write to memory in between (a
     /// setter's) orders it. `pure`, so the compiler may reuse one read for
     /// another with no write between: a function runs on one thread from
     /// entry to return (Rust lowers an `.await` before code generation,
@@ -348,9 +368,8 @@ mod imp {
         // `OFFSET`, a word of `Block`: initialised and aligned.
         unsafe {
             std::arch::asm!(
-                concat!("mov {off}, qword ptr [rip + ", symbol!(), "@GOTTPOFF]"),
                 "mov {word}, qword ptr fs:[{off} + {at}]",
-                off = out(reg) _,
+                off = in(reg) offset(),
                 word = out(reg) word,
                 at = const OFFSET,
                 options(pure, readonly, nostack, preserves_flags),
@@ -499,6 +518,29 @@ mod imp {
         /// Built lazily under loom, whose atomics are not `const`, and
         /// only by an observed acquisition, which no loom model makes.
         static HEAD: Head = Head::not_live();
+    }
+
+    /// The thread-local's offset from the thread pointer, from the GOT
+    /// entry the initial-exec relocation names (a `mov` of a constant once
+    /// the linker of an executable has relaxed it). Its own `asm!`, `pure`
+    /// and `nomem` (the entry never changes), so that the compiler
+    /// computes it once for the accesses below that one function makes,
+    /// where each access computing its own cost the observed SpinLock six
+    /// instructions a lock/unlock (callgrind 98.4 -> 93.4, 2.34-2.37 ->
+    /// 2.20-2.21 of bare; `docs/performance.md`, "Session 37").
+    #[inline(always)]
+    fn offset() -> usize {
+        let off: usize;
+        // SAFETY: one load of the GOT entry, which the dynamic linker
+        // wrote before any code ran and never changes; no write, no stack.
+        unsafe {
+            std::arch::asm!(
+                concat!("mov {off}, qword ptr [rip + ", symbol!(), "@GOTTPOFF]"),
+                off = out(reg) off,
+                options(pure, nomem, nostack, preserves_flags),
+            );
+        }
+        off
     }
 
     #[inline(always)]
