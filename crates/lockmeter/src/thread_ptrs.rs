@@ -520,29 +520,6 @@ mod imp {
         static HEAD: Head = Head::not_live();
     }
 
-    /// The thread-local's offset from the thread pointer, from the GOT
-    /// entry the initial-exec relocation names (a `mov` of a constant once
-    /// the linker of an executable has relaxed it). Its own `asm!`, `pure`
-    /// and `nomem` (the entry never changes), so that the compiler
-    /// computes it once for the accesses below that one function makes,
-    /// where each access computing its own cost the observed SpinLock six
-    /// instructions a lock/unlock (callgrind 98.4 -> 93.4, 2.34-2.37 ->
-    /// 2.20-2.21 of bare; `docs/performance.md`, "Session 37").
-    #[inline(always)]
-    fn offset() -> usize {
-        let off: usize;
-        // SAFETY: one load of the GOT entry, which the dynamic linker
-        // wrote before any code ran and never changes; no write, no stack.
-        unsafe {
-            std::arch::asm!(
-                concat!("mov {off}, qword ptr [rip + ", symbol!(), "@GOTTPOFF]"),
-                off = out(reg) off,
-                options(pure, nomem, nostack, preserves_flags),
-            );
-        }
-        off
-    }
-
     #[inline(always)]
     pub(super) fn with<R>(f: impl FnOnce(&ThreadPtrs) -> R) -> R {
         PTRS.with(f)
