@@ -36,7 +36,6 @@ use crate::class::{Class, Mode};
 use crate::meter::{self, Hold, Meta};
 use crate::on_drop::OnDrop;
 use crate::recorder;
-use crate::recorder::Recorder;
 
 /// A mutex over the raw lock `R` that records contention per call site.
 ///
@@ -613,9 +612,8 @@ impl<R: RawMutex, T: ?Sized> MeteredMutexGuard<'_, R, T> {
 /// so its estimate read 0.64 of the measured cost. Out of line it takes
 /// 16.2 ns in every caller measured (`docs/performance.md`, "Session 21").
 ///
-/// Its common case ([`meter::acquire_lean`]) makes no call; the others go
-/// on in [`lock_observed_in`], [`lock_timed`], [`lock_contended`] and
-/// [`lock_misguessed`].
+/// Its common case makes no call; the others go on out of line
+/// (`meter::acquire_in`).
 #[inline(never)]
 fn lock_observed<R: RawMutex>(
     meta: &Meta,
@@ -623,112 +621,16 @@ fn lock_observed<R: RawMutex>(
     site: &'static Location<'static>,
 ) -> (R::Guard, Hold) {
     match meter::recorder() {
-        Some(rec) => lock_lean(rec, meta, raw, site),
+        Some(rec) => meter::acquire_in(
+            rec,
+            meta,
+            site,
+            Mode::Exclusive,
+            |own_line| own_line.hint(raw),
+            || raw.lock(),
+            || raw.try_lock(),
+            || (raw.lock(), 0, 0),
+        ),
         None => (raw.lock(), Hold::none()),
     }
-}
-
-#[inline(always)]
-fn lock_lean<R: RawMutex>(
-    rec: *const Recorder,
-    meta: &Meta,
-    raw: &R,
-    site: &'static Location<'static>,
-) -> (R::Guard, Hold) {
-    meter::acquire_lean(
-        rec,
-        meta,
-        site,
-        Mode::Exclusive,
-        || {
-            // SAFETY: `rec` is the live recorder `lock_observed` was given.
-            unsafe { (*rec).own_line }.hint(raw)
-        },
-        || raw.try_lock(),
-        || lock_observed_in(rec, meta, raw, site),
-        |probe| lock_timed(probe, meta, raw, site),
-        |probe| lock_contended(probe, meta, raw, site),
-        |attempted, probe| lock_misguessed(probe, meta, raw, site, attempted),
-    )
-}
-
-/// [`lock_observed`] in every case, in the recorder `rec` it found.
-#[inline(never)]
-fn lock_observed_in<R: RawMutex>(
-    rec: *const Recorder,
-    meta: &Meta,
-    raw: &R,
-    site: &'static Location<'static>,
-) -> (R::Guard, Hold) {
-    // SAFETY: `rec` is the live recorder `lock_observed` was given.
-    let own_line = unsafe { (*rec).own_line };
-    meter::acquire_observed_in(
-        rec,
-        meta,
-        site,
-        Mode::Exclusive,
-        || raw.lock(),
-        || attempt(own_line, raw),
-        || (raw.lock(), 0, 0),
-    )
-}
-
-/// [`lock_observed`] of a hold the sample times, its entry found.
-#[inline(never)]
-fn lock_timed<R: RawMutex>(
-    probe: meter::Probe,
-    meta: &Meta,
-    raw: &R,
-    site: &'static Location<'static>,
-) -> (R::Guard, Hold) {
-    let own_line = probe.own_line();
-    meter::acquire_observed_at(
-        probe,
-        meta,
-        site,
-        Mode::Exclusive,
-        || raw.lock(),
-        || attempt(own_line, raw),
-        || (raw.lock(), 0, 0),
-    )
-}
-
-/// The attempt of an observed acquisition's general and timed ways: the
-/// lock's line asked for first (`hint`), then `try_lock`.
-#[inline(always)]
-fn attempt<R: RawMutex>(own_line: crate::hint::OwnLine, raw: &R) -> Option<R::Guard> {
-    own_line.hint(raw);
-    raw.try_lock()
-}
-
-/// [`lock_observed`] when the lock was not free.
-#[inline(never)]
-fn lock_contended<R: RawMutex>(
-    probe: meter::Probe,
-    meta: &Meta,
-    raw: &R,
-    site: &'static Location<'static>,
-) -> (R::Guard, Hold) {
-    meter::acquire_contended_after(probe, meta, site, || (raw.lock(), 0, 0))
-}
-
-/// [`lock_observed`] when its guess of the entry was wrong.
-#[cold]
-#[inline(never)]
-fn lock_misguessed<R: RawMutex>(
-    probe: meter::Probe,
-    meta: &Meta,
-    raw: &R,
-    site: &'static Location<'static>,
-    attempted: Option<R::Guard>,
-) -> (R::Guard, Hold) {
-    meter::acquire_misguessed(
-        probe,
-        meta,
-        site,
-        Mode::Exclusive,
-        attempted,
-        || raw.lock(),
-        || (raw.lock(), 0, 0),
-    )
 }

@@ -30,7 +30,6 @@ use lockmeter_model::LockKind;
 use crate::class::{Class, Mode};
 use crate::meter::{self, Hold, Meta};
 use crate::on_drop::OnDrop;
-use crate::recorder::Recorder;
 
 impl<R: RawMutex, G: GetThreadId> Core<R, G> {
     fn owned_by_me(&self) -> bool {
@@ -96,90 +95,26 @@ impl<R: RawMutex, G: GetThreadId> Core<R, G> {
         self.lock_observed(site)
     }
 
-    /// [`lock_at`](Self::lock_at) observed: its common case
-    /// (`meter::acquire_lean`) makes no call, as the Mutex's
-    /// (`mutex::lock_observed`); the others go on in
-    /// [`lock_observed_in`](Self::lock_observed_in),
-    /// [`lock_timed`](Self::lock_timed),
-    /// [`lock_contended`](Self::lock_contended) and
-    /// [`lock_misguessed`](Self::lock_misguessed).
+    /// [`lock_at`](Self::lock_at) observed, out of line as the Mutex's
+    /// (`mutex::lock_observed`): its common case makes no call, the others
+    /// go on out of line (`meter::acquire_in`).
     #[inline(never)]
     fn lock_observed(&self, site: &'static Location<'static>) -> Hold {
         let Some(rec) = meter::recorder() else {
             self.enter_blocking();
             return Hold::none();
         };
-        let ((), hold) = meter::acquire_lean(
+        let ((), hold) = meter::acquire_in(
             rec,
             &self.meta,
             site,
             Mode::Exclusive,
-            || {},
-            || self.enter(self.me(), || self.raw.try_lock()),
-            || ((), self.lock_observed_in(rec, site)),
-            |probe| self.lock_timed(probe, site),
-            |probe| self.lock_contended(probe, site),
-            |attempted, probe| self.lock_misguessed(probe, site, attempted),
-        );
-        hold
-    }
-
-    /// [`lock_observed`](Self::lock_observed) in every case, in the
-    /// recorder `rec` it found.
-    #[inline(never)]
-    fn lock_observed_in(&self, rec: *const Recorder, site: &'static Location<'static>) -> Hold {
-        let ((), hold) = meter::acquire_observed_in(
-            rec,
-            &self.meta,
-            site,
-            Mode::Exclusive,
+            |_| {},
             || self.enter_blocking(),
             || self.enter(self.me(), || self.raw.try_lock()),
             || (self.enter_blocking(), 0, 0),
         );
         hold
-    }
-
-    /// [`lock_observed`](Self::lock_observed) of a hold the sample times,
-    /// its entry found.
-    #[inline(never)]
-    fn lock_timed(&self, probe: meter::Probe, site: &'static Location<'static>) -> ((), Hold) {
-        meter::acquire_observed_at(
-            probe,
-            &self.meta,
-            site,
-            Mode::Exclusive,
-            || self.enter_blocking(),
-            || self.enter(self.me(), || self.raw.try_lock()),
-            || (self.enter_blocking(), 0, 0),
-        )
-    }
-
-    /// [`lock_observed`](Self::lock_observed) when the lock was not free.
-    #[inline(never)]
-    fn lock_contended(&self, probe: meter::Probe, site: &'static Location<'static>) -> ((), Hold) {
-        meter::acquire_contended_after(probe, &self.meta, site, || (self.enter_blocking(), 0, 0))
-    }
-
-    /// [`lock_observed`](Self::lock_observed) when its guess of the entry
-    /// was wrong.
-    #[cold]
-    #[inline(never)]
-    fn lock_misguessed(
-        &self,
-        probe: meter::Probe,
-        site: &'static Location<'static>,
-        attempted: Option<()>,
-    ) -> ((), Hold) {
-        meter::acquire_misguessed(
-            probe,
-            &self.meta,
-            site,
-            Mode::Exclusive,
-            attempted,
-            || self.enter_blocking(),
-            || (self.enter_blocking(), 0, 0),
-        )
     }
 
     /// Enters a level, blocking on the raw lock if another thread owns it.

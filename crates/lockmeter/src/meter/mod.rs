@@ -441,13 +441,6 @@ impl Probe {
         unsafe { &*self.recorder }
     }
 
-    /// Whether this CPU takes the hint for the lock's line: the
-    /// recorder's (`hint::OwnLine`).
-    #[inline]
-    pub(crate) fn own_line(&self) -> crate::hint::OwnLine {
-        self.recorder().own_line
-    }
-
     /// Reads the entry's NOWAIT count before an uncontended attempt and,
     /// if the sample picks this acquisition, the clock (see [`Sample`]).
     /// Counts nothing, so a failed attempt has nothing to take back.
@@ -706,39 +699,176 @@ pub(super) fn blame_hold(meta: &Meta, e: &Entry, (start, end): (u64, u64), stand
 /// A blocking acquisition: records it when observed, otherwise runs `plain`.
 ///
 /// `attempt` tries once without waiting; `wait` blocks until acquired and
-/// reports the spin rounds and OS sleeps it took.
+/// reports the spin rounds and OS sleeps it took. Each is called at most
+/// once; `Copy` because the ways out of line each take their own copy.
 ///
 /// Forced inline, observed part included: out of line, returning the
 /// guard and [`Hold`] through memory cost the spinlock ~4 ns. What stays
-/// inline is small; the slow parts (a new site, a contended wait) are
-/// calls, so an unobserved lock stays as small as the bare one plus the
-/// `observing()` test. `MeteredMutex` calls it from one out-of-line
-/// function per raw lock instead (`mutex::lock_observed`, which says why).
+/// inline is [`acquire_in`]'s common case; every other case is a call,
+/// so an unobserved lock stays as small as the bare one plus the
+/// `observing()` test. `MeteredMutex` calls [`acquire_in`] from one
+/// out-of-line function per raw lock instead (`mutex::lock_observed`,
+/// which says why).
 #[inline(always)]
 pub(crate) fn acquire<G>(
     meta: &Meta,
     site: &'static Location<'static>,
     mode: Mode,
+    plain: impl FnOnce() -> G + Copy,
+    attempt: impl FnOnce() -> Option<G> + Copy,
+    wait: impl FnOnce() -> (G, u64, u64) + Copy,
+) -> (G, Hold) {
+    if !recorder::observing() {
+        return (plain(), Hold::none());
+    }
+    match recorder::current() {
+        Some(rec) => acquire_in(rec, meta, site, mode, |_| {}, plain, attempt, wait),
+        None => unrecorded(plain),
+    }
+}
+
+/// [`acquire`] where the dispatcher in effect holds no lockmeter layer.
+#[cold]
+#[inline(never)]
+fn unrecorded<G>(plain: impl FnOnce() -> G) -> (G, Hold) {
+    (plain(), Hold::none())
+}
+
+/// An observed blocking acquisition in the recorder `rec`: the common
+/// case inline with no call ([`acquire_lean`]), each other one a call of
+/// its own in tail position ([`general_way`], [`timed_way`],
+/// [`contended_way`], [`misguessed_way`]). So the inline path carries no
+/// flag for the sample's decision and no merged tail: the observed
+/// SpinLock took 93.4 -> 89.4 instructions a lock/unlock and 2.20-2.26 ->
+/// 2.10-2.17 of bare against the one body all cases shared
+/// (`docs/performance.md`, "Session 37"). `own_line` asks for the lock's
+/// line before an attempt, given the recorder's `hint::OwnLine` (the
+/// Mutex's `hint`; nothing for the others). Given it rather than
+/// capturing `rec`: a closure holding `rec` made the Mutex's path keep it
+/// on the stack for the ways out of line (one more store before the
+/// attempt).
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn acquire_in<G>(
+    rec: *const recorder::Recorder,
+    meta: &Meta,
+    site: &'static Location<'static>,
+    mode: Mode,
+    own_line: impl FnOnce(crate::hint::OwnLine) + Copy,
+    plain: impl FnOnce() -> G + Copy,
+    attempt: impl FnOnce() -> Option<G> + Copy,
+    wait: impl FnOnce() -> (G, u64, u64) + Copy,
+) -> (G, Hold) {
+    acquire_lean(
+        rec,
+        meta,
+        site,
+        mode,
+        // SAFETY: `rec` is the live recorder the caller found.
+        || own_line(unsafe { (*rec).own_line }),
+        attempt,
+        || general_way(rec, meta, site, mode, own_line, plain, attempt, wait),
+        |probe| timed_way(probe, meta, site, mode, own_line, plain, attempt, wait),
+        |probe| contended_way(probe, meta, site, wait),
+        |attempted, probe| misguessed_way(probe, meta, site, mode, attempted, plain, wait),
+    )
+}
+
+/// [`acquire_in`] in every case, having counted nothing: a site not
+/// guessed, or a thread holding other locks.
+#[inline(never)]
+#[allow(clippy::too_many_arguments)]
+fn general_way<G>(
+    rec: *const recorder::Recorder,
+    meta: &Meta,
+    site: &'static Location<'static>,
+    mode: Mode,
+    own_line: impl FnOnce(crate::hint::OwnLine),
     plain: impl FnOnce() -> G,
     attempt: impl FnOnce() -> Option<G>,
     wait: impl FnOnce() -> (G, u64, u64),
 ) -> (G, Hold) {
-    acquire_tested::<true, G>(
+    let asked = || {
+        // SAFETY: `rec` is the live recorder the caller found.
+        own_line(unsafe { (*rec).own_line });
+        attempt()
+    };
+    acquire_tested(meta, site, mode, None, || Some(rec), plain, asked, wait)
+}
+
+/// [`acquire_in`] of a hold the sample times, its entry found.
+#[inline(never)]
+#[allow(clippy::too_many_arguments)]
+fn timed_way<G>(
+    probe: Probe,
+    meta: &Meta,
+    site: &'static Location<'static>,
+    mode: Mode,
+    own_line: impl FnOnce(crate::hint::OwnLine),
+    plain: impl FnOnce() -> G,
+    attempt: impl FnOnce() -> Option<G>,
+    wait: impl FnOnce() -> (G, u64, u64),
+) -> (G, Hold) {
+    let line = probe.recorder().own_line;
+    let asked = || {
+        own_line(line);
+        attempt()
+    };
+    let no_recorder = || None;
+    acquire_tested(
         meta,
         site,
         mode,
-        None,
-        recorder::current,
+        Some(probe),
+        no_recorder,
         plain,
-        attempt,
+        asked,
         wait,
     )
+}
+
+/// [`acquire_in`]'s acquisition whose entry `probe` was guessed right
+/// and whose attempt, untimed, failed: it waits, as in [`acquire`].
+#[inline(never)]
+fn contended_way<G>(
+    probe: Probe,
+    meta: &Meta,
+    site: &'static Location<'static>,
+    wait: impl FnOnce() -> (G, u64, u64),
+) -> (G, Hold) {
+    acquire_contended(probe, meta, site, None, wait)
+}
+
+/// [`acquire_in`]'s acquisition whose entry `probe` was guessed wrong,
+/// its attempt made (`attempted`): counted in the right entry.
+#[cold]
+#[inline(never)]
+fn misguessed_way<G>(
+    probe: Probe,
+    meta: &Meta,
+    site: &'static Location<'static>,
+    mode: Mode,
+    attempted: Option<G>,
+    plain: impl FnOnce() -> G,
+    wait: impl FnOnce() -> (G, u64, u64),
+) -> (G, Hold) {
+    let Some((probe, start, prepared)) = probe.misguessed(meta, site, mode) else {
+        return (attempted.unwrap_or_else(plain), Hold::none());
+    };
+    match attempted {
+        Some(g) => (g, probe.acquired_nowait_at(meta, site, start, prepared)),
+        None => acquire_contended(probe, meta, site, start.start, wait),
+    }
 }
 
 /// [`acquire`] for a caller that has just seen `recorder::observing()`
 /// answer yes (the out-of-line observed paths): the test is not made
 /// twice. A layer gone in between is still safe: no recorder is found
-/// and `plain` runs, as in [`acquire`].
+/// and `plain` runs, as in [`acquire`]. One body for every case, with no
+/// common case inline: its one caller (an upgrade) holds the upgradable
+/// lock, so [`acquire_lean`]'s way, for a thread holding nothing, never
+/// applies (through [`acquire_in`], the observed upgrade took 483 -> 535
+/// instructions).
 #[inline(always)]
 pub(crate) fn acquire_observed<G>(
     meta: &Meta,
@@ -748,52 +878,12 @@ pub(crate) fn acquire_observed<G>(
     attempt: impl FnOnce() -> Option<G>,
     wait: impl FnOnce() -> (G, u64, u64),
 ) -> (G, Hold) {
-    acquire_tested::<false, G>(
+    acquire_tested(
         meta,
         site,
         mode,
         None,
         recorder::current,
-        plain,
-        attempt,
-        wait,
-    )
-}
-
-/// [`acquire_observed`] in the recorder `rec` the caller found
-/// ([`acquire_lean`]'s way out).
-#[inline(always)]
-pub(crate) fn acquire_observed_in<G>(
-    rec: *const recorder::Recorder,
-    meta: &Meta,
-    site: &'static Location<'static>,
-    mode: Mode,
-    plain: impl FnOnce() -> G,
-    attempt: impl FnOnce() -> Option<G>,
-    wait: impl FnOnce() -> (G, u64, u64),
-) -> (G, Hold) {
-    acquire_tested::<false, G>(meta, site, mode, None, || Some(rec), plain, attempt, wait)
-}
-
-/// [`acquire_observed`] with the entry `probe` found already: the way on
-/// of [`acquire_lean`]'s acquisition that the sample picks to time.
-#[inline(always)]
-pub(crate) fn acquire_observed_at<G>(
-    probe: Probe,
-    meta: &Meta,
-    site: &'static Location<'static>,
-    mode: Mode,
-    plain: impl FnOnce() -> G,
-    attempt: impl FnOnce() -> Option<G>,
-    wait: impl FnOnce() -> (G, u64, u64),
-) -> (G, Hold) {
-    let no_recorder = || None;
-    acquire_tested::<false, G>(
-        meta,
-        site,
-        mode,
-        Some(probe),
-        no_recorder,
         plain,
         attempt,
         wait,
@@ -808,20 +898,18 @@ pub(crate) fn recorder() -> Option<*const recorder::Recorder> {
     recorder::current()
 }
 
-/// The common case of an out-of-line observed acquisition in the
-/// recorder `rec`, with no call on its way: a site this thread took
-/// recently, a hold the sample does not time, nothing else held, and the
-/// lock free at the attempt. Each other case goes on in a function of the
-/// caller's, out of line: before the attempt, `general` (its
-/// [`acquire_observed_in`]), having counted nothing, or `timed` (its
-/// [`acquire_observed_at`]) for a hold the sample picks; after it, `contended`
-/// ([`acquire_contended_after`]) for a guessed entry that was right and a
-/// lock that was not free, `misguessed` ([`acquire_misguessed`]) for a
-/// guess that was wrong. Every call here is the path's last act: the path
-/// had stored and reloaded its sample's decision and its prepared record
-/// on the stack around a clock read one acquisition in 64, and kept the
-/// recorder's `Option` in a register to test it again
-/// (`docs/performance.md`, "Session 24").
+/// [`acquire_in`]'s common case, with no call on its way: a site this
+/// thread took recently, a hold the sample does not time, nothing else
+/// held, and the lock free at the attempt. Each other case goes on in a
+/// function of its own, out of line: before the attempt, `general`
+/// ([`general_way`]), having counted nothing, or `timed` ([`timed_way`])
+/// for a hold the sample picks; after it, `contended` ([`contended_way`])
+/// for a guessed entry that was right and a lock that was not free,
+/// `misguessed` ([`misguessed_way`]) for a guess that was wrong. Every
+/// call here is the path's last act: the path had stored and reloaded its
+/// sample's decision and its prepared record on the stack around a clock
+/// read one acquisition in 64, and kept the recorder's `Option` in a
+/// register to test it again (`docs/performance.md`, "Session 24").
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn acquire_lean<G>(
@@ -874,49 +962,12 @@ pub(crate) fn acquire_lean<G>(
     (g, probe.acquired_nowait_at(meta, site, untimed, prepared))
 }
 
-/// [`acquire_lean`]'s acquisition whose entry `probe` was guessed right
-/// and whose attempt, untimed, failed: it waits, as in [`acquire`].
-#[inline(always)]
-pub(crate) fn acquire_contended_after<G>(
-    probe: Probe,
-    meta: &Meta,
-    site: &'static Location<'static>,
-    wait: impl FnOnce() -> (G, u64, u64),
-) -> (G, Hold) {
-    acquire_contended(probe, meta, site, None, wait)
-}
-
-/// [`acquire_lean`]'s acquisition whose entry `probe` was guessed wrong,
-/// its attempt made (`attempted`): counted in the right entry, as in
-/// [`acquire`].
-#[inline(always)]
-pub(crate) fn acquire_misguessed<G>(
-    probe: Probe,
-    meta: &Meta,
-    site: &'static Location<'static>,
-    mode: Mode,
-    attempted: Option<G>,
-    plain: impl FnOnce() -> G,
-    wait: impl FnOnce() -> (G, u64, u64),
-) -> (G, Hold) {
-    let Some((probe, start, prepared)) = probe.misguessed(meta, site, mode) else {
-        return (attempted.unwrap_or_else(plain), Hold::none());
-    };
-    match attempted {
-        Some(g) => (g, probe.acquired_nowait_at(meta, site, start, prepared)),
-        None => acquire_contended(probe, meta, site, start.start, wait),
-    }
-}
-
-/// [`acquire`], testing `observing()` first when `TEST`. `found` is the
-/// entry when the caller found it already (`acquire_observed_at`);
-/// otherwise the look-up runs, in the recorder `recorder` finds. One body with a
-/// constant rather than a shared tail after the look-up: split there, the
-/// inlined SpinLock path allocated its registers worse (callgrind, 3
-/// more instructions per observed SpinLock acquisition, 3 % slower).
+/// [`acquire_in`]'s general and timed ways, and [`acquire_observed`].
+/// `found` is the entry when the caller found it already ([`timed_way`]);
+/// otherwise the look-up runs, in the recorder `recorder` finds.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-fn acquire_tested<const TEST: bool, G>(
+fn acquire_tested<G>(
     meta: &Meta,
     site: &'static Location<'static>,
     mode: Mode,
@@ -926,10 +977,9 @@ fn acquire_tested<const TEST: bool, G>(
     attempt: impl FnOnce() -> Option<G>,
     wait: impl FnOnce() -> (G, u64, u64),
 ) -> (G, Hold) {
-    let probe = match (found, !TEST || recorder::observing()) {
-        (Some(probe), _) => Some(probe),
-        (None, true) => Probe::lookup_ahead(recorder, meta, site, mode),
-        (None, false) => None,
+    let probe = match found {
+        Some(probe) => Some(probe),
+        None => Probe::lookup_ahead(recorder, meta, site, mode),
     };
     let Some(probe) = probe else {
         return (plain(), Hold::none());
@@ -954,6 +1004,8 @@ fn acquire_tested<const TEST: bool, G>(
     acquire_contended(probe, meta, site, start.start, wait)
 }
 
+/// An acquisition whose attempt failed: the wait recorded, taken, and
+/// closed.
 ///
 /// Inline, though it is the slow path: out of line, it returned the guard
 /// and [`Hold`] through memory, and merging that with the fast path's
