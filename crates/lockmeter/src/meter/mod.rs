@@ -737,7 +737,7 @@ fn unrecorded<G>(plain: impl FnOnce() -> G) -> (G, Hold) {
 /// An observed blocking acquisition in the recorder `rec`: the common
 /// case inline with no call ([`acquire_lean`]), each other one a call of
 /// its own in tail position ([`general_way`], [`timed_way`],
-/// [`contended_way`], [`misguessed_way`]). So the inline path carries no
+/// [`failed_way`], [`misguessed_way`]). So the inline path carries no
 /// flag for the sample's decision and no merged tail: the observed
 /// SpinLock took 93.4 -> 89.4 instructions a lock/unlock and 2.20-2.26 ->
 /// 2.10-2.17 of bare against the one body all cases shared
@@ -769,8 +769,8 @@ pub(crate) fn acquire_in<G>(
         attempt,
         || general_way(rec, meta, site, mode, own_line, plain, attempt, wait),
         |probe| timed_way(probe, meta, site, mode, own_line, plain, attempt, wait),
-        |probe| contended_way(probe, meta, site, wait),
-        |attempted, probe| misguessed_way(probe, meta, site, mode, attempted, plain, wait),
+        |probe| failed_way(probe, meta, site, mode, wait),
+        |g, probe| misguessed_way(probe, meta, site, mode, Some(g), wait),
     )
 }
 
@@ -827,16 +827,25 @@ fn timed_way<G>(
     )
 }
 
-/// [`acquire_in`]'s acquisition whose entry `probe` was guessed right
-/// and whose attempt, untimed, failed: it waits, as in [`acquire`].
+/// [`acquire_in`]'s acquisition whose untimed attempt failed: it waits,
+/// in the entry guessed if the guess was right (checked here, so that the
+/// inline path tests the guess on its success alone), else as
+/// [`misguessed_way`]. The out-of-line ways take `wait` and not `plain`
+/// (a blocking acquisition either way): a seventh argument went on the
+/// stack, four stores on the inline path before the attempt.
 #[inline(never)]
-fn contended_way<G>(
+fn failed_way<G>(
     probe: Probe,
     meta: &Meta,
     site: &'static Location<'static>,
+    mode: Mode,
     wait: impl FnOnce() -> (G, u64, u64),
 ) -> (G, Hold) {
-    acquire_contended(probe, meta, site, None, wait)
+    match probe.counts(meta, site, mode) {
+        // Left to the sample, as in `acquire`.
+        true => acquire_contended(probe, meta, site, None, wait),
+        false => misguessed_way(probe, meta, site, mode, None, wait),
+    }
 }
 
 /// [`acquire_in`]'s acquisition whose entry `probe` was guessed wrong,
@@ -849,11 +858,10 @@ fn misguessed_way<G>(
     site: &'static Location<'static>,
     mode: Mode,
     attempted: Option<G>,
-    plain: impl FnOnce() -> G,
     wait: impl FnOnce() -> (G, u64, u64),
 ) -> (G, Hold) {
     let Some((probe, start, prepared)) = probe.misguessed(meta, site, mode) else {
-        return (attempted.unwrap_or_else(plain), Hold::none());
+        return (attempted.unwrap_or_else(|| wait().0), Hold::none());
     };
     match attempted {
         Some(g) => (g, probe.acquired_nowait_at(meta, site, start, prepared)),
@@ -903,9 +911,9 @@ pub(crate) fn recorder() -> Option<*const recorder::Recorder> {
 /// held, and the lock free at the attempt. Each other case goes on in a
 /// function of its own, out of line: before the attempt, `general`
 /// ([`general_way`]), having counted nothing, or `timed` ([`timed_way`])
-/// for a hold the sample picks; after it, `contended` ([`contended_way`])
-/// for a guessed entry that was right and a lock that was not free,
-/// `misguessed` ([`misguessed_way`]) for a guess that was wrong. Every
+/// for a hold the sample picks; after it, `failed` ([`failed_way`]) for a
+/// lock that was not free, `misguessed` ([`misguessed_way`]) for a lock
+/// taken under a guess that was wrong. Every
 /// call here is the path's last act: the path had stored and reloaded its
 /// sample's decision and its prepared record on the stack around a clock
 /// read one acquisition in 64, and kept the recorder's `Option` in a
@@ -921,8 +929,8 @@ pub(crate) fn acquire_lean<G>(
     attempt: impl FnOnce() -> Option<G>,
     general: impl FnOnce() -> (G, Hold),
     timed: impl FnOnce(Probe) -> (G, Hold),
-    contended: impl FnOnce(Probe) -> (G, Hold),
-    misguessed: impl FnOnce(Option<G>, Probe) -> (G, Hold),
+    failed: impl FnOnce(Probe) -> (G, Hold),
+    misguessed: impl FnOnce(G, Probe) -> (G, Hold),
 ) -> (G, Hold) {
     let at = site as *const Location<'static> as usize;
     let Some(entry) = recorder::shard::guess_entry(rec, at, mode.key_bits()) else {
@@ -946,14 +954,10 @@ pub(crate) fn acquire_lean<G>(
     // The guess is checked once the attempt has made the lock's line this
     // thread's, on each way out.
     let Some(g) = attempt() else {
-        return match probe.counts(meta, site, mode) {
-            // Left to the sample, as in `acquire`.
-            true => contended(probe),
-            false => misguessed(None, probe),
-        };
+        return failed(probe);
     };
     if !probe.counts(meta, site, mode) {
-        return misguessed(Some(g), probe);
+        return misguessed(g, probe);
     }
     let untimed = Sample {
         nowait,
