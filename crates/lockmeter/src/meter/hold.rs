@@ -36,12 +36,18 @@ pub(crate) struct GuardNoSend(PhantomData<*mut ()>);
 /// `Copy` because it is plain data that owns nothing: the out-of-line
 /// release takes a copy by value, so that the guard's own copy never has
 /// its address taken and stays in registers on the unobserved path.
+///
+/// One `u64` rather than two `u32` fields: two were passed and returned as
+/// a pair of registers, and a release tested the timing and then the
+/// index apart; as one word, the lone observed hold is one constant
+/// ([`Hold::LONE`]), tested with one compare (`docs/performance.md`,
+/// "Session 37").
 #[derive(Clone, Copy)]
 pub(crate) struct Hold {
-    timing: Timing,
-    /// Where `now` records this hold ([`now::UNTRACKED`]: nowhere), and,
-    /// when the hold is timed, where its [`Timed`] part is in [`TIMED`].
-    held: u32,
+    /// The [`Timing`] in the low 32 bits; in the high 32, where `now`
+    /// records this hold ([`now::UNTRACKED`]: nowhere), and, when the hold
+    /// is timed, where its [`Timed`] part is in [`TIMED`].
+    word: u64,
     _not_send: GuardNoSend,
 }
 
@@ -150,7 +156,15 @@ impl Hold {
     /// The hold of an unobserved acquisition: releasing it records nothing.
     #[inline(always)]
     pub(crate) const fn none() -> Hold {
-        Hold::with(Timing::Untimed)
+        // All zero, not `Hold::with`'s index: a guard that is
+        // unobserved on one path and observed on another then merges a
+        // zero, which the unobserved path makes with no constant to carry
+        // (as `UNTRACKED`, the unobserved `sync::RwLock` write kept the
+        // hold on the stack: 38 -> 47 instructions).
+        Hold {
+            word: 0,
+            _not_send: GuardNoSend(PhantomData),
+        }
     }
 
     /// The hold of an observed acquisition that is not timed.
@@ -161,11 +175,40 @@ impl Hold {
 
     #[inline(always)]
     const fn with(timing: Timing) -> Hold {
+        Hold::at(timing, now::UNTRACKED)
+    }
+
+    #[inline(always)]
+    const fn at(timing: Timing, held: u32) -> Hold {
         Hold {
-            timing,
-            held: now::UNTRACKED,
+            word: timing as u64 | (held as u64) << 32,
             _not_send: GuardNoSend(PhantomData),
         }
+    }
+
+    /// The observed untimed hold that is its thread's only one (index
+    /// 0), the common case of an observed acquisition: its release tests
+    /// the whole word against this once, where the timing and the index
+    /// took two tests each.
+    const LONE: u64 = Hold::at(Timing::Observed, 0).word;
+
+    /// How the hold is timed.
+    #[inline(always)]
+    fn timing(&self) -> Timing {
+        match self.word as u32 {
+            0 => Timing::Untimed,
+            1 => Timing::Observed,
+            2 => Timing::Sampled,
+            3 => Timing::Contended,
+            _ => Timing::ContendedSampled,
+        }
+    }
+
+    /// Where `now` records this hold; not meaningful for an untimed one
+    /// ([`Hold::none`]), which no caller asks.
+    #[inline(always)]
+    fn held(&self) -> u32 {
+        (self.word >> 32) as u32
     }
 
     /// A timed hold recorded at `held` in `now`, its timed part kept at
@@ -175,10 +218,7 @@ impl Hold {
     /// hold's), and the hold is released as an untimed observed one.
     #[inline(always)]
     fn timed_as(timing: Timing, timed: Timed, held: u32) -> Hold {
-        let hold = Hold {
-            held,
-            ..Hold::with(timing)
-        };
+        let hold = Hold::at(timing, held);
         match TIMED.with(|t| t.get(held as usize).map(|slot| slot.put(timed))) {
             Some(()) => hold,
             None => {
@@ -194,14 +234,13 @@ impl Hold {
     /// [`Hold::none`].
     #[inline(always)]
     pub(crate) fn is_untimed(&self) -> bool {
-        self.timing == Timing::Untimed
+        self.word == 0
     }
 
     /// This hold as recorded at `held` in the thread's `now` table.
     #[inline(always)]
-    pub(super) fn in_now(mut self, held: u32) -> Hold {
-        self.held = held;
-        self
+    pub(super) fn in_now(self, held: u32) -> Hold {
+        Hold::at(self.timing(), held)
     }
 
     /// A sampled uncontended hold beginning at `start`, recorded at `held`
@@ -252,10 +291,10 @@ impl Hold {
     /// once its `now` record is gone.
     #[inline(always)]
     fn timed(&self) -> Option<(&Entry, Timed)> {
-        match self.timing {
+        match self.timing() {
             Timing::Untimed | Timing::Observed => None,
             Timing::Sampled | Timing::Contended | Timing::ContendedSampled => {
-                let t = TIMED.with(|t| t[self.held as usize].get());
+                let t = TIMED.with(|t| t[self.held() as usize].get());
                 // SAFETY: a timed hold's part was written at its index when
                 // it was made (`timed_as`, which makes an untracked hold
                 // untimed), and nothing else writes there while the hold
@@ -269,8 +308,11 @@ impl Hold {
     /// Ends a hold without timing it (a semaphore `down`, which hands out
     /// no permit guard, or a leaked guard).
     pub(crate) fn discard(self) {
+        if self.is_untimed() {
+            return;
+        }
         let timed = self.timed();
-        now::hold_ends(self.held);
+        now::hold_ends(self.held());
         if let Some((_, t)) = timed {
             self.end_untimed(t);
         }
@@ -281,7 +323,7 @@ impl Hold {
     fn end_untimed(&self, t: Timed) {
         // SAFETY: as in `timed`.
         let e = unsafe { &*t.entry };
-        match self.timing {
+        match self.timing() {
             Timing::Contended => e.end_contended_hold(None, t.wait_ns, t.behind),
             Timing::ContendedSampled => e.end_sampled_contended_hold(None, t.wait_ns, t.behind),
             _ => e.end_sampled_hold_untimed(),
@@ -318,10 +360,13 @@ impl Hold {
     /// `INLINE`.
     #[inline(always)]
     fn release_blaming_as<const INLINE: bool>(&self, meta: &Meta, unlock: impl FnOnce()) {
-        match self.timing {
+        if self.is_untimed() {
+            return unlock();
+        }
+        match self.timing() {
             Timing::Untimed => unlock(),
-            Timing::Observed if INLINE => release_lone_or_nested(self.held, unlock),
-            Timing::Observed => release_observed(self.held, unlock),
+            Timing::Observed if INLINE => release_lone_or_nested(self.word, unlock),
+            Timing::Observed => release_observed(self.word, unlock),
             // A copy, so that the guard's own hold never has its address
             // taken (which would keep it in memory on every path).
             _ => Hold::release_timed(*self, meta, unlock),
@@ -333,10 +378,10 @@ impl Hold {
     /// inside a condvar wait): they time and count, but blame no holder.
     #[inline(always)]
     pub(crate) fn release(&self, unlock: impl FnOnce()) {
-        match self.timing {
+        match self.timing() {
             Timing::Untimed => unlock(),
             Timing::Observed => {
-                now::hold_ends(self.held);
+                now::hold_ends(self.held());
                 unlock()
             }
             _ => Hold::release_timed_unblamed(*self, unlock),
@@ -348,7 +393,7 @@ impl Hold {
     #[inline(never)]
     fn release_timed_unblamed(self, unlock: impl FnOnce()) {
         let timed = self.timed();
-        now::hold_ends(self.held);
+        now::hold_ends(self.held());
         self.release_timed_as(timed, None, unlock)
     }
 
@@ -358,7 +403,7 @@ impl Hold {
     #[inline(never)]
     fn release_timed(self, meta: &Meta, unlock: impl FnOnce()) {
         let timed = self.timed();
-        now::hold_ends(self.held);
+        now::hold_ends(self.held());
         let blame = meta.blame.anyone_waiting().then_some(meta);
         self.release_timed_as(timed, blame, unlock);
     }
@@ -379,7 +424,7 @@ impl Hold {
         unlock();
         let end = e.clock().raw();
         let hold_ns = e.clock().delta_as_nanos(t.start, end);
-        let wait_ns = match self.timing {
+        let wait_ns = match self.timing() {
             Timing::Contended => {
                 e.end_contended_hold(Some(hold_ns), t.wait_ns, t.behind);
                 if let Some(c) = t.stack.unpack() {
@@ -399,7 +444,7 @@ impl Hold {
         if let Some(meta) = blame {
             // A forced hold is always timed; a sampled one stands for
             // every hold of the sample's population.
-            let stands_for = match self.timing {
+            let stands_for = match self.timing() {
                 Timing::Contended => 1,
                 _ => e.sample_every(),
             };
@@ -420,17 +465,24 @@ impl Hold {
 /// no registers on the stack, stores that would lengthen the critical
 /// section (`docs/performance.md`, "Session 9").
 #[inline(never)]
-fn release_observed(held: u32, unlock: impl FnOnce()) {
-    release_lone_or_nested(held, unlock)
+fn release_observed(word: u64, unlock: impl FnOnce()) {
+    release_lone_or_nested(word, unlock)
 }
 
 /// [`release_observed`]'s body, inline in [`Hold::release_blaming_inline`].
 #[inline(always)]
-fn release_lone_or_nested(held: u32, unlock: impl FnOnce()) {
-    if now::hold_ends_if_lone(held) {
+fn release_lone_or_nested(word: u64, unlock: impl FnOnce()) {
+    if word == Hold::LONE && now::hold_ends_if_lone(0) {
         return unlock();
     }
-    release_observed_nested(held, unlock)
+    release_observed_nested(
+        Hold {
+            word,
+            ..Hold::none()
+        }
+        .held(),
+        unlock,
+    )
 }
 
 /// [`release_observed`] of a hold among others (or on a thread whose
