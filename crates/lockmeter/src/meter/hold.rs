@@ -208,7 +208,13 @@ impl Hold {
     /// ([`Hold::none`]), which no caller asks.
     #[inline(always)]
     fn held(&self) -> u32 {
-        (self.word >> 32) as u32
+        Hold::index_of(self.word)
+    }
+
+    /// [`Hold::held`] of a hold's word.
+    #[inline(always)]
+    fn index_of(word: u64) -> u32 {
+        (word >> 32) as u32
     }
 
     /// A timed hold recorded at `held` in `now`, its timed part kept at
@@ -475,14 +481,7 @@ fn release_lone_or_nested(word: u64, unlock: impl FnOnce()) {
     if word == Hold::LONE && now::hold_ends_if_lone(0) {
         return unlock();
     }
-    release_observed_nested(
-        Hold {
-            word,
-            ..Hold::none()
-        }
-        .held(),
-        unlock,
-    )
+    release_observed_nested(Hold::index_of(word), unlock)
 }
 
 /// [`release_observed`] of a hold among others (or on a thread whose
