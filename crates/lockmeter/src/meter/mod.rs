@@ -991,15 +991,9 @@ fn acquire_tested<G>(
     let start = probe.sample();
     let prepared = probe.prepare_hold(meta);
     let attempted = attempt();
-    let (probe, start, prepared) = match probe.counts(meta, site, mode) {
-        true => (probe, start, prepared),
-        // Cold; the guard stays out of it (a call returning the guard
-        // made every acquisition, unobserved too, copy it through memory).
-        false => match probe.misguessed(meta, site, mode) {
-            Some(fixed) => fixed,
-            None => return (attempted.unwrap_or_else(plain), Hold::none()),
-        },
-    };
+    if !probe.counts(meta, site, mode) {
+        return misguessed_way(probe, meta, site, mode, attempted, wait);
+    }
     if let Some(g) = attempted {
         return (g, probe.acquired_nowait_at(meta, site, start, prepared));
     }
