@@ -30,7 +30,7 @@ use crate::bare::BareSpinLock;
 use crate::contended::{lock_pair, Aligned, Take, WORK_ROUNDS};
 use crate::measure::{ns_pair, shape_pair, Config, Shape};
 use crate::report::{Con, Goal, Row, Unit};
-use crate::uncontended::Runner;
+use crate::uncontended::{Runner, Scoped};
 
 /// One in this many holds is timed, as lockmeter's default.
 const SAMPLE_EVERY: u64 = 64;
@@ -581,50 +581,84 @@ pub fn rows(cfg: &Config) -> Vec<Row> {
 }
 
 /// The least features with [`part::SCOPED`], under a scoped dispatcher
-/// holding a lockmeter layer against the same loop under the global one,
+/// holding a lockmeter layer, against the same loop under the global one,
 /// each side where `runner` runs it (the main rows' `Scoped`): the floor
 /// of what a scoped dispatcher adds, beside the "scoped dispatcher vs
 /// global" goal rows ([`note_floors`] notes it on them).
-pub fn scoped_vs_global(runner: &impl Runner) -> Vec<Row> {
+///
+/// And the same scoped loop against the least features' cheapest global
+/// form ([`part::ALL`]: the dispatcher check inline, tracing's fast path):
+/// what honouring a scoped dispatcher costs a design whose global path is
+/// as cheap as it can be. The [`part::SCOPED`] form's global side calls
+/// `get_default` on every acquisition (its closure downcasts, too big for
+/// tracing's fast path to inline), so the first pair leaves out part of
+/// what a scoped dispatcher costs over a global path like lockmeter's.
+pub fn scoped_vs_global(runner: &Scoped<'_>) -> Vec<Row> {
+    use part::{ALL, SCOPED};
     let c = quanta::Clock::new();
-    let mutex =
-        Least::<_, { part::ALL | part::SCOPED }>::new(parking_lot::Mutex::new(0u64), c.clone());
-    let spin = Least::<_, { part::ALL | part::SCOPED }>::new(BareSpinLock::new(0u64), c);
+    let mutex = Least::<_, { ALL | SCOPED }>::new(parking_lot::Mutex::new(0u64), c.clone());
+    let spin = Least::<_, { ALL | SCOPED }>::new(BareSpinLock::new(0u64), c.clone());
+    let mutex_global = Least::<_, ALL>::new(parking_lot::Mutex::new(0u64), c.clone());
+    let spin_global = Least::<_, ALL>::new(BareSpinLock::new(0u64), c);
     let (mutex, spin) = (Box::new(Aligned(mutex)), Box::new(Aligned(spin)));
+    let (mutex_global, spin_global) = (
+        Box::new(Aligned(mutex_global)),
+        Box::new(Aligned(spin_global)),
+    );
     let (mutex, spin) = (&mutex.0, &spin.0);
+    let (mutex_global, spin_global) = (&mutex_global.0, &spin_global.0);
+    let spin_loop = move |n: u64| (0..n).for_each(|_| black_box(spin).take());
+    let mutex_loop = move |n: u64| (0..n).for_each(|_| black_box(mutex).take());
     let unused = |_: u64| {};
     let pairs = [
+        ("spinlock", "SpinLock", runner.pair(unused, spin_loop)),
+        ("mutex", "Mutex", runner.pair(unused, mutex_loop)),
+    ];
+    let against_inline = [
         (
             "spinlock",
             "SpinLock",
-            runner.pair(unused, move |n: u64| {
-                (0..n).for_each(|_| black_box(spin).take())
-            }),
+            runner.pair_against(
+                move |n: u64| (0..n).for_each(|_| black_box(spin_global).take()),
+                spin_loop,
+            ),
         ),
         (
             "mutex",
             "Mutex",
-            runner.pair(unused, move |n: u64| {
-                (0..n).for_each(|_| black_box(mutex).take())
-            }),
+            runner.pair_against(
+                move |n: u64| (0..n).for_each(|_| black_box(mutex_global).take()),
+                mutex_loop,
+            ),
         ),
     ];
-    pairs
-        .into_iter()
-        .map(|(what, name, pair)| {
-            row(
-                &format!("least_{what}_scoped_vs_global"),
-                &format!("least features: {name}, scoped dispatcher vs global"),
-                Unit::NsPerOp,
-                pair,
-            )
-            .note(
-                "no lockmeter code: the least features under a scoped dispatcher holding a \
-                   lockmeter layer (get_default's thread-local path, one downcast) / the same \
-                   loop under the global one",
-            )
-        })
-        .collect()
+    let same_loop = pairs.into_iter().map(|(what, name, pair)| {
+        row(
+            &format!("least_{what}_scoped_vs_global"),
+            &format!("least features: {name}, scoped dispatcher vs global"),
+            Unit::NsPerOp,
+            pair,
+        )
+        .note(
+            "no lockmeter code: the least features under a scoped dispatcher holding a \
+               lockmeter layer (get_default's thread-local path, one downcast) / the same \
+               loop under the global one",
+        )
+    });
+    let inline_global = against_inline.into_iter().map(|(what, name, pair)| {
+        row(
+            &format!("least_{what}_scoped_vs_inline_global"),
+            &format!("least features: {name}, scoped dispatcher vs their inline global check"),
+            Unit::NsPerOp,
+            pair,
+        )
+        .note(
+            "no lockmeter code: the least features under a scoped dispatcher holding a \
+               lockmeter layer, as in the row above / their cheapest form under the global \
+               dispatcher (get_default's fast path inline, one compare)",
+        )
+    });
+    same_loop.chain(inline_global).collect()
 }
 
 /// A loop of `n` operations, as `--callgrind` runs it.
@@ -751,18 +785,23 @@ pub fn note_floors(rows: &mut [Row]) {
 /// features add under a scoped dispatcher in this run ([`scoped_vs_global`]),
 /// in ns, and the ratio that addition alone makes over lockmeter's own
 /// global cost (the row's bare column): the least this row can read
-/// without making the global path slower.
+/// without making the global path slower. Twice: over the least features'
+/// global form that calls `get_default` as their scoped form does, and over
+/// their cheapest global form (the check inline), which is the one a
+/// global path as fast as lockmeter's has to be compared with.
 fn note_scoped_floors(rows: &mut [Row]) {
-    let added = |rows: &[Row], what: &str| {
-        let r = rows
-            .iter()
-            .find(|r| r.key == format!("least_{what}_scoped_vs_global"))?;
+    let added = |rows: &[Row], key: &str| {
+        let r = rows.iter().find(|r| r.key == key)?;
         Some(r.instrumented? - r.bare?)
     };
     for what in ["spinlock", "mutex"] {
-        let Some(floor_ns) = added(rows, what) else {
-            continue;
-        };
+        let floors: Vec<(String, f64)> = ["scoped_vs_global", "scoped_vs_inline_global"]
+            .into_iter()
+            .filter_map(|form| {
+                let key = format!("least_{what}_{form}");
+                Some((key.clone(), added(rows, &key)?))
+            })
+            .collect();
         let key = format!("observed_scoped_vs_global_{what}");
         let Some(row) = rows.iter_mut().find(|r| r.key == key) else {
             continue;
@@ -770,13 +809,15 @@ fn note_scoped_floors(rows: &mut [Row]) {
         let Some(global) = row.bare.filter(|g| *g > 0.0) else {
             continue;
         };
-        let sep = if row.note.is_empty() { "" } else { "; " };
-        row.note = format!(
-            "{}{sep}least-features floor in this run: a scoped dispatcher adds {floor_ns:+.2} ns \
-             (`least_{what}_scoped_vs_global`), {:.2} over this row's global cost",
-            row.note,
-            (global + floor_ns) / global
-        );
+        for (key, floor_ns) in floors {
+            let sep = if row.note.is_empty() { "" } else { "; " };
+            row.note = format!(
+                "{}{sep}least-features floor in this run: a scoped dispatcher adds \
+                 {floor_ns:+.2} ns (`{key}`), {:.2} over this row's global cost",
+                row.note,
+                (global + floor_ns) / global
+            );
+        }
     }
 }
 
@@ -938,5 +979,35 @@ mod tests {
         assert!(rows[0].note.contains("adds +3.50 ns"), "{}", rows[0].note);
         assert!(rows[0].note.contains("1.35 over this row's global cost"));
         assert!(rows[2].note.is_empty());
+    }
+
+    #[test]
+    fn the_scoped_floor_over_the_inline_global_check_is_noted_beside_the_other() {
+        let row = |key: &str, bare, instrumented| {
+            let mut r = Row::new(key, key, Unit::NsPerOp, Goal::RatioAtMost(1.5));
+            (r.bare, r.instrumented) = (bare, instrumented);
+            r
+        };
+        let mut rows = vec![
+            row("observed_scoped_vs_global_spinlock", Some(5.0), Some(8.0)),
+            row("least_spinlock_scoped_vs_global", Some(5.5), Some(7.5)),
+            row(
+                "least_spinlock_scoped_vs_inline_global",
+                Some(4.0),
+                Some(7.5),
+            ),
+        ];
+        note_floors(&mut rows);
+        let note = &rows[0].note;
+        // +2.0 over the call-form global side: 1.40; +3.5 over the inline
+        // one: 1.70, so the goal lies under this floor.
+        assert!(
+            note.contains("adds +2.00 ns (`least_spinlock_scoped_vs_global`), 1.40"),
+            "{note}"
+        );
+        assert!(
+            note.contains("adds +3.50 ns (`least_spinlock_scoped_vs_inline_global`), 1.70"),
+            "{note}"
+        );
     }
 }

@@ -71,8 +71,16 @@ pub struct Scoped<'a> {
 }
 
 impl Runner for Scoped<'_> {
-    fn pair(&self, _bare: impl Loop, mut inst: impl Loop) -> Pair {
-        let mut global = inst.clone();
+    fn pair(&self, _bare: impl Loop, inst: impl Loop) -> Pair {
+        self.pair_against(inst.clone(), inst)
+    }
+}
+
+impl Scoped<'_> {
+    /// `global` under the global dispatcher ("bare") against `inst` under
+    /// the scoped one, each where [`Scoped`] runs its side: for a floor
+    /// whose cheapest global form is another loop than its scoped one.
+    pub fn pair_against(&self, mut global: impl Loop, mut inst: impl Loop) -> Pair {
         let (jobs, batches) = mpsc::channel::<u64>();
         let (times, timed) = mpsc::channel::<f64>();
         let here = crate::measure::PinnedHere::new();
