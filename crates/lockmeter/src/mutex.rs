@@ -171,15 +171,36 @@ impl<R: RawMutex, T: ?Sized> MeteredMutex<R, T> {
         self.guard(raw, hold)
     }
 
-    /// One metered blocking acquisition at `site`: unobserved, the raw
-    /// lock inline; observed, [`lock_observed`], out of line.
-    #[inline]
+    /// One metered blocking acquisition at `site`, inline in the caller
+    /// as every primitive's: unobserved, the raw lock; observed,
+    /// `meter::acquire_in`'s common case, with the line asked for first.
+    ///
+    /// From session 21 to 37 the observed part was one out-of-line
+    /// function, so that every caller ran the same machine code: inlined on
+    /// that session's Intel host, its cost moved with each caller's
+    /// register allocation, and self-accounting's calibration loop got a
+    /// cheaper copy than the bench's loops. Out of line, it saved and
+    /// restored six registers on every acquisition, because tracing's
+    /// `get_default` keeps its scoped path (a call, during register
+    /// allocation) inline wherever it is called. Inline, the caller's own
+    /// saved registers serve: on the AMD host of session 38 the observed
+    /// lock/unlock went 122 -> 103 instructions and 1.41-1.50 -> 1.15-1.18
+    /// of the bare lock, the same in a library crate's loop, with the
+    /// unobserved rows unchanged (`docs/performance.md`, "Session 38").
+    /// Self-accounting's rows with eight copies of the code at eight line
+    /// offsets check that the calibration's copy costs what callers' do.
+    #[inline(always)]
     pub(crate) fn lock_at(&self, site: &'static Location<'static>) -> (R::Guard, Hold) {
-        if recorder::observing() {
-            lock_observed(&self.meta, &self.raw, site)
-        } else {
-            (self.raw.lock(), Hold::none())
-        }
+        let raw = &self.raw;
+        meter::acquire_hinted(
+            &self.meta,
+            site,
+            Mode::Exclusive,
+            |own_line| own_line.hint(raw),
+            || raw.lock(),
+            || raw.try_lock(),
+            || (raw.lock(), 0, 0),
+        )
     }
 
     /// Acquires the mutex if it is free; a failure counts in RJECT.
@@ -593,44 +614,5 @@ impl<R: RawMutex, T: ?Sized> MeteredMutexGuard<'_, R, T> {
     pub(crate) fn into_raw_parts(s: Self) -> (R::Guard, Hold) {
         let (_, raw, hold) = Self::into_parts(s);
         (raw, hold)
-    }
-}
-
-/// An observed blocking acquisition of `raw`, whose per-instance fields
-/// are `meta`, at `site`.
-///
-/// Out of line, unlike the other primitives' observed paths, so that every
-/// call site runs this same machine code. Inlined, its cost moved with the
-/// register allocation of each caller: where the held-lock record's slot
-/// and state stayed in registers across the attempt, an observed
-/// lock-and-unlock took 14.2 ns; where the caller's own live values
-/// spilled them to the stack, so that the record's commit after the
-/// attempt waited on loads that cannot pass the locked instruction, 17.2 ns
-/// (same instruction count by callgrind; Intel host of sessions 20–21,
-/// bare parking_lot 10.7 ns). Most callers, the bench's loops among them,
-/// got the slow one and self-accounting's calibration loops the fast one,
-/// so its estimate read 0.64 of the measured cost. Out of line it takes
-/// 16.2 ns in every caller measured (`docs/performance.md`, "Session 21").
-///
-/// Its common case makes no call; the others go on out of line
-/// (`meter::acquire_in`).
-#[inline(never)]
-fn lock_observed<R: RawMutex>(
-    meta: &Meta,
-    raw: &R,
-    site: &'static Location<'static>,
-) -> (R::Guard, Hold) {
-    match meter::recorder() {
-        Some(rec) => meter::acquire_in(
-            rec,
-            meta,
-            site,
-            Mode::Exclusive,
-            |own_line| own_line.hint(raw),
-            || raw.lock(),
-            || raw.try_lock(),
-            || (raw.lock(), 0, 0),
-        ),
-        None => (raw.lock(), Hold::none()),
     }
 }

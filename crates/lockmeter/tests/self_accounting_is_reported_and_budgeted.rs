@@ -78,8 +78,14 @@ fn the_estimate_is_positive_grows_with_acquisitions_and_follows_the_counts() {
     // The estimate is the costs in the snapshot times its exact counts.
     let again = SelfCost::estimate(&sc.costs, lock(&second, "self.grow"), &second.stacks);
     assert_eq!((again.inside_ns, again.outside_ns), (in2, out2));
-    // Both snapshots come from one calibration.
-    assert_eq!(first.self_cost.as_ref().unwrap().costs, sc.costs);
+    // The costs change only with a new measurement: the second snapshot
+    // gives the first's unless a second measurement was due by then (one
+    // second after the first: a loaded machine can take that long here).
+    let costs1 = &first.self_cost.as_ref().unwrap().costs;
+    assert!(sc.costs.calibrations >= costs1.calibrations);
+    if sc.costs.calibrations == costs1.calibrations {
+        assert_eq!(costs1, &sc.costs);
+    }
     // And the dump carries it.
     let json = serde_json::to_string(&second).unwrap();
     assert!(json.contains("\"self_cost\""));

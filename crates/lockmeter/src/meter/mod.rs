@@ -706,9 +706,7 @@ pub(super) fn blame_hold(meta: &Meta, e: &Entry, (start, end): (u64, u64), stand
 /// guard and [`Hold`] through memory cost the spinlock ~4 ns. What stays
 /// inline is [`acquire_in`]'s common case; every other case is a call,
 /// so an unobserved lock stays as small as the bare one plus the
-/// `observing()` test. `MeteredMutex` calls [`acquire_in`] from one
-/// out-of-line function per raw lock instead (`mutex::lock_observed`,
-/// which says why).
+/// `observing()` test.
 #[inline(always)]
 pub(crate) fn acquire<G>(
     meta: &Meta,
@@ -718,11 +716,28 @@ pub(crate) fn acquire<G>(
     attempt: impl FnOnce() -> Option<G> + Copy,
     wait: impl FnOnce() -> (G, u64, u64) + Copy,
 ) -> (G, Hold) {
+    acquire_hinted(meta, site, mode, |_| {}, plain, attempt, wait)
+}
+
+/// [`acquire`], asking for the lock's cache line before the attempt
+/// (`own_line`, given the recorder's `hint::OwnLine`): the Mutex's, whose
+/// `lock_api` attempt reads the lock word before it compare-exchanges
+/// (see `hint`).
+#[inline(always)]
+pub(crate) fn acquire_hinted<G>(
+    meta: &Meta,
+    site: &'static Location<'static>,
+    mode: Mode,
+    own_line: impl FnOnce(crate::hint::OwnLine) + Copy,
+    plain: impl FnOnce() -> G + Copy,
+    attempt: impl FnOnce() -> Option<G> + Copy,
+    wait: impl FnOnce() -> (G, u64, u64) + Copy,
+) -> (G, Hold) {
     if !recorder::observing() {
         return (plain(), Hold::none());
     }
     match recorder::current() {
-        Some(rec) => acquire_in(rec, meta, site, mode, |_| {}, plain, attempt, wait),
+        Some(rec) => acquire_in(rec, meta, site, mode, own_line, plain, attempt, wait),
         None => unrecorded(plain),
     }
 }
