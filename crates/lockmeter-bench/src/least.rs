@@ -30,7 +30,7 @@ use crate::bare::BareSpinLock;
 use crate::contended::{lock_pair, Aligned, Take, WORK_ROUNDS};
 use crate::measure::{ns_pair, shape_pair, Config, Shape};
 use crate::report::{Con, Goal, Row, Unit};
-use crate::uncontended::{Runner, Scoped};
+use crate::uncontended::Scoped;
 
 /// One in this many holds is timed, as lockmeter's default.
 const SAMPLE_EVERY: u64 = 64;
@@ -609,56 +609,47 @@ pub fn scoped_vs_global(runner: &Scoped<'_>) -> Vec<Row> {
     let (mutex_global, spin_global) = (&mutex_global.0, &spin_global.0);
     let spin_loop = move |n: u64| (0..n).for_each(|_| black_box(spin).take());
     let mutex_loop = move |n: u64| (0..n).for_each(|_| black_box(mutex).take());
-    let unused = |_: u64| {};
-    let pairs = [
-        ("spinlock", "SpinLock", runner.pair(unused, spin_loop)),
-        ("mutex", "Mutex", runner.pair(unused, mutex_loop)),
-    ];
-    let against_inline = [
+    // (key, name, note, SpinLock pair, Mutex pair): the global side first.
+    let forms = [
         (
-            "spinlock",
-            "SpinLock",
+            "scoped_vs_global",
+            "scoped dispatcher vs global",
+            "no lockmeter code: the least features under a scoped dispatcher holding a \
+             lockmeter layer (get_default's thread-local path, one downcast) / the same \
+             loop under the global one",
+            runner.pair_against(spin_loop, spin_loop),
+            runner.pair_against(mutex_loop, mutex_loop),
+        ),
+        (
+            "scoped_vs_inline_global",
+            "scoped dispatcher vs their inline global check",
+            "no lockmeter code: the least features under a scoped dispatcher holding a \
+             lockmeter layer, as in the row above / their cheapest form under the global \
+             dispatcher (get_default's fast path inline, one compare)",
             runner.pair_against(
                 move |n: u64| (0..n).for_each(|_| black_box(spin_global).take()),
                 spin_loop,
             ),
-        ),
-        (
-            "mutex",
-            "Mutex",
             runner.pair_against(
                 move |n: u64| (0..n).for_each(|_| black_box(mutex_global).take()),
                 mutex_loop,
             ),
         ),
     ];
-    let same_loop = pairs.into_iter().map(|(what, name, pair)| {
-        row(
-            &format!("least_{what}_scoped_vs_global"),
-            &format!("least features: {name}, scoped dispatcher vs global"),
-            Unit::NsPerOp,
-            pair,
-        )
-        .note(
-            "no lockmeter code: the least features under a scoped dispatcher holding a \
-               lockmeter layer (get_default's thread-local path, one downcast) / the same \
-               loop under the global one",
-        )
-    });
-    let inline_global = against_inline.into_iter().map(|(what, name, pair)| {
-        row(
-            &format!("least_{what}_scoped_vs_inline_global"),
-            &format!("least features: {name}, scoped dispatcher vs their inline global check"),
-            Unit::NsPerOp,
-            pair,
-        )
-        .note(
-            "no lockmeter code: the least features under a scoped dispatcher holding a \
-               lockmeter layer, as in the row above / their cheapest form under the global \
-               dispatcher (get_default's fast path inline, one compare)",
-        )
-    });
-    same_loop.chain(inline_global).collect()
+    forms
+        .into_iter()
+        .flat_map(|(key, name, note, spin, mutex)| {
+            [("spinlock", "SpinLock", spin), ("mutex", "Mutex", mutex)].map(|(what, lock, pair)| {
+                row(
+                    &format!("least_{what}_{key}"),
+                    &format!("least features: {lock}, {name}"),
+                    Unit::NsPerOp,
+                    pair,
+                )
+                .note(note)
+            })
+        })
+        .collect()
 }
 
 /// A loop of `n` operations, as `--callgrind` runs it.
@@ -961,13 +952,16 @@ mod tests {
             .contains("1.66 (`least_mutex_2t_work`, its CON 4.2%)"));
     }
 
+    /// A row of `ns/op` with a ratio goal, timed `bare` and `instrumented`.
+    fn timed_row(key: &str, bare: Option<f64>, instrumented: Option<f64>) -> Row {
+        let mut r = Row::new(key, key, Unit::NsPerOp, Goal::RatioAtMost(1.5));
+        (r.bare, r.instrumented) = (bare, instrumented);
+        r
+    }
+
     #[test]
     fn the_scoped_floor_is_noted_as_what_it_adds_over_the_rows_global_cost() {
-        let row = |key: &str, bare, instrumented| {
-            let mut r = Row::new(key, key, Unit::NsPerOp, Goal::RatioAtMost(1.5));
-            (r.bare, r.instrumented) = (bare, instrumented);
-            r
-        };
+        let row = timed_row;
         let mut rows = vec![
             row("observed_scoped_vs_global_mutex", Some(10.0), Some(16.0)),
             row("least_mutex_scoped_vs_global", Some(6.0), Some(9.5)),
@@ -983,11 +977,7 @@ mod tests {
 
     #[test]
     fn the_scoped_floor_over_the_inline_global_check_is_noted_beside_the_other() {
-        let row = |key: &str, bare, instrumented| {
-            let mut r = Row::new(key, key, Unit::NsPerOp, Goal::RatioAtMost(1.5));
-            (r.bare, r.instrumented) = (bare, instrumented);
-            r
-        };
+        let row = timed_row;
         let mut rows = vec![
             row("observed_scoped_vs_global_spinlock", Some(5.0), Some(8.0)),
             row("least_spinlock_scoped_vs_global", Some(5.5), Some(7.5)),
