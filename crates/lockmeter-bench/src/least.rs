@@ -204,6 +204,13 @@ pub mod part {
     /// same for every scoped dispatcher). Only the scoped-against-global
     /// rows ([`super::scoped_vs_global`]).
     pub const SCOPED: u8 = 32;
+    /// Not a feature but an order: the attempt first, then every other
+    /// part inside the critical section (a timed hold starts once the lock
+    /// is taken). A thread that re-takes the lock at once leaves it free
+    /// for no longer than the bare lock does, which is what `hammer`
+    /// rewards, and every hold is longer, which is what `work` pays for
+    /// (`docs/performance.md`, "Session 39").
+    pub const AFTER: u8 = 64;
 }
 
 /// The bare lock with the least per-instance notes beside it, on its
@@ -273,6 +280,9 @@ impl<L: Raw, const PARTS: u8> Least<L, PARTS> {
     #[inline(always)]
     fn acquire(&self, site: &'static Location<'static>) -> (L::Guard<'_>, Held) {
         let has = |p: u8| PARTS & p != 0;
+        if has(part::AFTER) {
+            return self.acquire_after(site);
+        }
         // The cheapest call that still honours a scoped dispatcher: a
         // closure that only returns the address lets tracing's fast path
         // inline; a different address takes the plain path, except with
@@ -321,6 +331,56 @@ impl<L: Raw, const PARTS: u8> Least<L, PARTS> {
                 self.raw.wait()
             }
         };
+        self.note_and_commit(t, at, guard, timed)
+    }
+
+    /// [`Least::acquire`] in the order of [`part::AFTER`]: the lock first,
+    /// the same parts after it.
+    #[inline(always)]
+    fn acquire_after(&self, site: &'static Location<'static>) -> (L::Guard<'_>, Held) {
+        let has = |p: u8| PARTS & p != 0;
+        let (guard, waited) = match self.raw.attempt() {
+            Some(g) => (g, false),
+            None => (self.raw.wait(), true),
+        };
+        if has(part::DISPATCH) && dispatcher_in_effect() != self.global {
+            return (guard, Held::PLAIN);
+        }
+        // SAFETY: as in `acquire`.
+        let t: &Thread = unsafe { &*THREAD.with(|t| t as *const Thread) };
+        let (class, at) = (self.class.as_ptr() as usize, site as *const _ as usize);
+        if t.class.get() != class || t.site.get() != at {
+            t.enter(class, at);
+        }
+        let total = t.total.get();
+        t.total.set(total + 1);
+        match waited {
+            false => t.nowait.set(t.nowait.get() + 1),
+            true => t.contended.set(t.contended.get() + 1),
+        }
+        let timed = has(part::SAMPLE) && total.is_multiple_of(SAMPLE_EVERY);
+        if timed {
+            t.start.set(self.clock.raw());
+        }
+        if has(part::RECORD) {
+            t.rec_lock.store(self as *const Self as usize, Relaxed);
+            t.rec_what.store(t as *const Thread as usize, Relaxed);
+            t.rec_since.store(COARSE_NS.load(Relaxed), Relaxed);
+            fence(Release);
+        }
+        self.note_and_commit(t, at, guard, timed)
+    }
+
+    /// The lock taken: the notes on its line, then the record's commit.
+    #[inline(always)]
+    fn note_and_commit<'a>(
+        &'a self,
+        t: &Thread,
+        at: usize,
+        guard: L::Guard<'a>,
+        timed: bool,
+    ) -> (L::Guard<'a>, Held) {
+        let has = |p: u8| PARTS & p != 0;
         if has(part::NOTES) {
             let me = u64::from(t.token.get()) | u64::from(SERIAL) << 32;
             if self.last.load(Relaxed) != me {
@@ -403,6 +463,7 @@ fn parts_name(parts: u8) -> (&'static str, &'static str) {
         p if p == part::ALL & !part::NOTES => ("_no_notes", ", without the lock's notes"),
         p if p == part::ALL & !part::SAMPLE => ("_no_sample", ", without hold sampling"),
         p if p == part::ALL | part::OUT_OF_LINE => ("_out_of_line", ", out of line"),
+        p if p == part::ALL | part::AFTER => ("_after", ", all after the attempt"),
         0 => ("_count_only", ": the site count alone"),
         _ => ("_other", ", some parts"),
     }
@@ -434,7 +495,8 @@ fn uncontended<L: Raw, const PARTS: u8>(
 }
 
 /// The uncontended rows of one lock: every part, every part but one, and
-/// the site count alone.
+/// the site count alone; in the main rows' loop also out of line and
+/// after the attempt.
 fn uncontended_set<L: Raw>(cfg: &Config, name: &str, new: impl Fn() -> L) -> Vec<Row> {
     use part::*;
     let c = quanta::Clock::new();
@@ -448,6 +510,7 @@ fn uncontended_set<L: Raw>(cfg: &Config, name: &str, new: impl Fn() -> L) -> Vec
         uncontended::<L, 0>(cfg, name, r, (new(), new()), &c),
         uncontended::<L, ALL>(cfg, name, t, (new(), new()), &c),
         uncontended::<L, { ALL | OUT_OF_LINE }>(cfg, name, t, (new(), new()), &c),
+        uncontended::<L, { ALL | AFTER }>(cfg, name, t, (new(), new()), &c),
         uncontended::<L, 0>(cfg, name, t, (new(), new()), &c),
     ]
 }
@@ -481,8 +544,9 @@ fn contended<L: Raw + Take, const PARTS: u8>(
 }
 
 /// One lock's contended rows: every part in `hammer` and `work` at 2 and
-/// 8 threads, and 2-thread `hammer` (where the gap between a thread's
-/// unlock and its next attempt decides the row) with each part left out.
+/// 8 threads, inline, out of line and after the attempt, and 2-thread
+/// `hammer` (where the gap between a thread's unlock and its next attempt
+/// decides the row) with each part left out.
 fn contended_set<L: Raw + Take>(cfg: &Config, name: &str, new: impl Fn() -> L + Copy) -> Vec<Row> {
     use part::*;
     let c = quanta::Clock::new();
@@ -492,6 +556,9 @@ fn contended_set<L: Raw + Take>(cfg: &Config, name: &str, new: impl Fn() -> L + 
         for threads in [2, 8] {
             rows.push(contended::<L, ALL>(cfg, name, threads, mix, new, &c));
             rows.push(contended::<L, { ALL | OUT_OF_LINE }>(
+                cfg, name, threads, mix, new, &c,
+            ));
+            rows.push(contended::<L, { ALL | AFTER }>(
                 cfg, name, threads, mix, new, &c,
             ));
         }
@@ -726,7 +793,10 @@ fn floor_key(key: &str) -> Option<String> {
 ///
 /// Of the inline and the out-of-line form of the floor
 /// ([`part::OUT_OF_LINE`]), the one that cost less in this run: the floor
-/// is the least any design pays.
+/// is the least any design pays. Beside it, the same parts after the
+/// attempt ([`part::AFTER`]), the order that trades the `work` rows for
+/// the `hammer` ones: a row is judged against both orders, since one
+/// design has to choose one for all rows.
 pub fn note_floors(rows: &mut [Row]) {
     note_scoped_floors(rows);
     let floors: Vec<(String, f64, Unit, Option<Con>)> = rows
@@ -740,6 +810,7 @@ pub fn note_floors(rows: &mut [Row]) {
             continue;
         };
         let out_of_line = format!("{inline}_out_of_line");
+        let after = format!("{inline}_after");
         let (key, floor, con) = match (ratio_of(&inline), ratio_of(&out_of_line)) {
             (Some((_, a, unit, ca)), Some((_, b, _, cb))) => {
                 let ool_better = if unit.higher_is_better() {
@@ -769,6 +840,17 @@ pub fn note_floors(rows: &mut [Row]) {
             "{}{sep}least-features floor in this run: {floor:.2} (`{key}`{con})",
             row.note
         );
+        if let Some((_, ratio, _, con)) = ratio_of(&after) {
+            let con = con
+                .filter(|c| c.observed_pct.is_finite())
+                .map_or(String::new(), |c| {
+                    format!(", its CON {:.1}%", c.observed_pct)
+                });
+            row.note = format!(
+                "{}; the same parts after the attempt: {ratio:.2} (`{after}`{con})",
+                row.note
+            );
+        }
     }
 }
 
@@ -849,7 +931,16 @@ mod tests {
         let spin = Least::<BareSpinLock<u64>>::new(BareSpinLock::new(0), clock.clone());
         hammer(&spin, PER_THREAD);
         assert_eq!(*spin.raw.wait(), 2 * PER_THREAD);
-        let mutex = Least::<parking_lot::Mutex<u64>>::new(parking_lot::Mutex::new(0), clock);
+        let mutex =
+            Least::<parking_lot::Mutex<u64>>::new(parking_lot::Mutex::new(0), clock.clone());
+        hammer(&mutex, PER_THREAD);
+        assert_eq!(*mutex.raw.wait(), 2 * PER_THREAD);
+        // The lock taken first, the parts after it.
+        use part::{AFTER, ALL};
+        let spin = Least::<_, { ALL | AFTER }>::new(BareSpinLock::new(0), clock.clone());
+        hammer(&spin, PER_THREAD);
+        assert_eq!(*spin.raw.wait(), 2 * PER_THREAD);
+        let mutex = Least::<_, { ALL | AFTER }>::new(parking_lot::Mutex::new(0), clock);
         hammer(&mutex, PER_THREAD);
         assert_eq!(*mutex.raw.wait(), 2 * PER_THREAD);
         let twin = crate::own_con::CountingTwin(BareSpinLock::new(0u64));
@@ -929,6 +1020,32 @@ mod tests {
             .note
             .contains("1.30 (`least_mutex_uncontended_tight_out_of_line`)"));
         assert!(rows[3].note.contains("0.40 (`least_mutex_8t_hammer`)"));
+    }
+
+    #[test]
+    fn the_order_after_the_attempt_is_noted_beside_the_floor() {
+        let row = |key: &str, ratio| {
+            let mut r = Row::new(key, key, Unit::MopsPerSec, Goal::Info);
+            r.ratio = ratio;
+            r
+        };
+        let mut rows = vec![
+            row("contended_observed_mutex_2t_hammer", None),
+            row("least_mutex_2t_hammer", Some(0.58)),
+            row("least_mutex_2t_hammer_out_of_line", Some(0.66)),
+            row("least_mutex_2t_hammer_after", Some(0.91)),
+            row("contended_observed_mutex_2t_work", None),
+            row("least_mutex_2t_work", Some(0.95)),
+        ];
+        note_floors(&mut rows);
+        // The better of the two forms in the order of every row, then the
+        // other order, not chosen for it: a design has one order.
+        assert!(rows[0].note.contains(
+            "floor in this run: 0.66 (`least_mutex_2t_hammer_out_of_line`); \
+             the same parts after the attempt: 0.91 (`least_mutex_2t_hammer_after`)"
+        ));
+        assert!(rows[4].note.contains("0.95 (`least_mutex_2t_work`)"));
+        assert!(!rows[4].note.contains("after the attempt"));
     }
 
     #[test]
