@@ -298,29 +298,10 @@ impl<L: Raw, const PARTS: u8> Least<L, PARTS> {
         // this was too big for the inliner, and the call it left (its
         // captures spilled to the stack and read back) cost 2 ns a lock
         // on this machine, which no design has to pay.
-        // SAFETY: a thread-local lives until its thread exits, and `t`
-        // does not outlive this call on this thread.
-        let t: &Thread = unsafe { &*THREAD.with(|t| t as *const Thread) };
-        let (class, at) = (self.class.as_ptr() as usize, site as *const _ as usize);
-        if t.class.get() != class || t.site.get() != at {
-            t.enter(class, at);
-        }
-        // The count doubles as the sample's countdown: the site's
-        // first hold is timed, then every 64th.
-        let total = t.total.get();
-        t.total.set(total + 1);
-        let timed = has(part::SAMPLE) && total.is_multiple_of(SAMPLE_EVERY);
-        if timed {
-            t.start.set(self.clock.raw());
-        }
-        if has(part::RECORD) {
-            // Written ahead of the attempt (out of the critical
-            // section); the state word commits it once held.
-            t.rec_lock.store(self as *const Self as usize, Relaxed);
-            t.rec_what.store(t as *const Thread as usize, Relaxed);
-            t.rec_since.store(COARSE_NS.load(Relaxed), Relaxed);
-            fence(Release);
-        }
+        let (t, at, timed) = self.count(site);
+        // Written ahead of the attempt (out of the critical section); the
+        // state word commits it once held.
+        self.write_record(t);
         let guard = match self.raw.attempt() {
             Some(g) => {
                 t.nowait.set(t.nowait.get() + 1);
@@ -346,29 +327,48 @@ impl<L: Raw, const PARTS: u8> Least<L, PARTS> {
         if has(part::DISPATCH) && dispatcher_in_effect() != self.global {
             return (guard, Held::PLAIN);
         }
-        // SAFETY: as in `acquire`.
+        let (t, at, timed) = self.count(site);
+        match waited {
+            false => t.nowait.set(t.nowait.get() + 1),
+            true => t.contended.set(t.contended.get() + 1),
+        }
+        self.write_record(t);
+        self.note_and_commit(t, at, guard, timed)
+    }
+
+    /// The thread's state, the site's key, and whether this hold is timed
+    /// (its start taken): the entry found and counted.
+    #[inline(always)]
+    fn count(&self, site: &'static Location<'static>) -> (&Thread, usize, bool) {
+        // SAFETY: a thread-local lives until its thread exits, and `t` is
+        // used only within this acquisition and its release, on this
+        // thread.
         let t: &Thread = unsafe { &*THREAD.with(|t| t as *const Thread) };
         let (class, at) = (self.class.as_ptr() as usize, site as *const _ as usize);
         if t.class.get() != class || t.site.get() != at {
             t.enter(class, at);
         }
+        // The count doubles as the sample's countdown: the site's
+        // first hold is timed, then every 64th.
         let total = t.total.get();
         t.total.set(total + 1);
-        match waited {
-            false => t.nowait.set(t.nowait.get() + 1),
-            true => t.contended.set(t.contended.get() + 1),
-        }
-        let timed = has(part::SAMPLE) && total.is_multiple_of(SAMPLE_EVERY);
+        let timed = PARTS & part::SAMPLE != 0 && total.is_multiple_of(SAMPLE_EVERY);
         if timed {
             t.start.set(self.clock.raw());
         }
-        if has(part::RECORD) {
+        (t, at, timed)
+    }
+
+    /// The held-lock record's words ([`part::RECORD`]), seen by other
+    /// threads once the state word commits them.
+    #[inline(always)]
+    fn write_record(&self, t: &Thread) {
+        if PARTS & part::RECORD != 0 {
             t.rec_lock.store(self as *const Self as usize, Relaxed);
             t.rec_what.store(t as *const Thread as usize, Relaxed);
             t.rec_since.store(COARSE_NS.load(Relaxed), Relaxed);
             fence(Release);
         }
-        self.note_and_commit(t, at, guard, timed)
     }
 
     /// The lock taken: the notes on its line, then the record's commit.
