@@ -828,30 +828,30 @@ pub fn note_floors(rows: &mut [Row]) {
             (None, Some((_, b, _, c))) => (out_of_line, *b, *c),
             (None, None) => continue,
         };
-        // The floor's own CON beside lockmeter's and the bare twin's,
-        // which the contended row's note already gives.
-        let con = con
-            .filter(|c| c.observed_pct.is_finite())
-            .map_or(String::new(), |c| {
-                format!(", its CON {:.1}%", c.observed_pct)
-            });
         let sep = if row.note.is_empty() { "" } else { "; " };
         row.note = format!(
-            "{}{sep}least-features floor in this run: {floor:.2} (`{key}`{con})",
-            row.note
+            "{}{sep}least-features floor in this run: {floor:.2} (`{key}`{})",
+            row.note,
+            floor_con(con)
         );
         if let Some((_, ratio, _, con)) = ratio_of(&after) {
-            let con = con
-                .filter(|c| c.observed_pct.is_finite())
-                .map_or(String::new(), |c| {
-                    format!(", its CON {:.1}%", c.observed_pct)
-                });
             row.note = format!(
-                "{}; the same parts after the attempt: {ratio:.2} (`{after}`{con})",
-                row.note
+                "{}; the same parts after the attempt: {ratio:.2} (`{after}`{})",
+                row.note,
+                floor_con(*con)
             );
         }
     }
+}
+
+/// A floor row's own CON, for the goal row's note beside lockmeter's and
+/// the bare twin's (which the contended row's note already gives); empty
+/// for an uncontended row.
+fn floor_con(con: Option<Con>) -> String {
+    con.filter(|c| c.observed_pct.is_finite())
+        .map_or(String::new(), |c| {
+            format!(", its CON {:.1}%", c.observed_pct)
+        })
 }
 
 /// Notes on each "scoped dispatcher vs global" goal row what the least
