@@ -178,6 +178,20 @@ pub const OPS: &[Op] = &[
         mutex_site_again
     ),
     op!(
+        "mutex_shared_site_run",
+        "Mutex, a helper's site two classes share, a run of one",
+        "parking_lot::Mutex; the lock taken in a helper (no #[track_caller]) where another class was taken before the loop",
+        Goal::Info,
+        mutex_shared_site_run
+    ),
+    op!(
+        "mutex_shared_site_turns",
+        "Mutex, a helper's site two classes share, in turn",
+        "parking_lot::Mutex; two locks taken in turn in one helper (no #[track_caller])",
+        Goal::Info,
+        mutex_shared_site_turns
+    ),
+    op!(
         "sync_mutex",
         "sync::Mutex (std API)",
         "std::sync::Mutex, .lock().unwrap() both",
@@ -411,6 +425,50 @@ fn site_again_loop<L: crate::contended::Take>(lock: &L, n: u64) {
 #[inline(never)]
 fn site_again_other(lock: &lockmeter::Mutex<u64>, n: u64) {
     (0..n).for_each(|_| *lock.lock() += 1);
+}
+
+/// The Mutex taken in a helper whose one site two classes share (code
+/// that wraps its locks), in a run of one class: the pair of recent
+/// entries holds both at that site, so it guesses neither
+/// (`recorder::shard::Index::only_at`), and the site's kept guess comes
+/// from its look-ups (`recorder::shard::looked_up`).
+fn mutex_shared_site_run<R: Runner>(r: &R) -> Pair {
+    let bare = parking_lot::Mutex::new(0u64);
+    let inst = lockmeter::Mutex::named("bench.mutex_shared_site.a", 0u64);
+    let other = lockmeter::Mutex::named("bench.mutex_shared_site.b", 0u64);
+    // Each taken twice, so that both are found at the site in the pair.
+    for _ in 0..2 {
+        shared_site(&other);
+        shared_site(&inst);
+    }
+    let (bare, inst) = (black_box(&bare), black_box(&inst));
+    r.pair(
+        move |n| (0..n).for_each(|_| shared_site(bare)),
+        move |n| (0..n).for_each(|_| shared_site(inst)),
+    )
+}
+
+/// [`mutex_shared_site_run`]'s two classes taken in turn at the helper's
+/// site: a guess would be wrong every other time, so none is kept, and
+/// each acquisition looks its entry up by the lock's key.
+fn mutex_shared_site_turns<R: Runner>(r: &R) -> Pair {
+    let bare = [parking_lot::Mutex::new(0u64), parking_lot::Mutex::new(0u64)];
+    let inst = [
+        lockmeter::Mutex::named("bench.mutex_shared_site.a", 0u64),
+        lockmeter::Mutex::named("bench.mutex_shared_site.b", 0u64),
+    ];
+    let (bare, inst) = (black_box(&bare), black_box(&inst));
+    r.pair(
+        move |n| (0..n).for_each(|i| shared_site(&bare[(i & 1) as usize])),
+        move |n| (0..n).for_each(|i| shared_site(&inst[(i & 1) as usize])),
+    )
+}
+
+/// The helper of the shared-site rows: its one call site takes every lock
+/// it is given.
+#[inline(never)]
+fn shared_site<L: crate::contended::Take>(lock: &L) {
+    lock.take();
 }
 
 /// `lockmeter::sync::Mutex` against std's, `.lock().unwrap()` both: the

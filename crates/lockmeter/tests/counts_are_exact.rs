@@ -237,6 +237,79 @@ fn classes_taken_at_one_site_each_count_exactly() {
     }
 }
 
+/// At a site where two classes are taken, a run of one class makes it
+/// the site's guess after two look-ups in a row, checked once the lock is
+/// held like any guess: runs of each class, a run cut short every third
+/// acquisition, and a thread whose guess is `a` meeting `b` held (a wrong
+/// guess whose attempt fails) each count exactly where they belong.
+#[test]
+fn runs_of_one_class_at_a_shared_site_count_exactly() {
+    let (handle, line) = observe(|| {
+        let a = Arc::new(Mutex::named("exact.runs.a", 0u64));
+        let b = Arc::new(Mutex::named("exact.runs.b", 0u64));
+        bump_through_helper(&a);
+        bump_through_helper(&b); // two classes: the pair guesses neither
+        for _ in 0..100 {
+            bump_through_helper(&a); // guessed `a` from the third on
+        }
+        for _ in 0..100 {
+            bump_through_helper(&b); // one wrong guess, then `b`
+        }
+        for _ in 0..50 {
+            bump_through_helper(&a);
+            bump_through_helper(&a);
+            bump_through_helper(&b);
+        }
+        let warmed = Arc::new(std::sync::Barrier::new(2));
+        let (a2, b2, warmed2) = (Arc::clone(&a), Arc::clone(&b), Arc::clone(&warmed));
+        let dispatch = tracing::dispatcher::get_default(|d| d.clone());
+        let t = std::thread::spawn(move || {
+            tracing::dispatcher::with_default(&dispatch, || {
+                bump_through_helper(&a2);
+                bump_through_helper(&b2);
+                for _ in 0..3 {
+                    bump_through_helper(&a2);
+                }
+                warmed2.wait(); // `b` is taken by the main thread
+                warmed2.wait();
+                bump_through_helper(&b2);
+            })
+        });
+        warmed.wait();
+        let held = b.lock();
+        warmed.wait();
+        std::thread::sleep(Duration::from_millis(20));
+        drop(held);
+        t.join().unwrap();
+        assert_eq!(*b.lock(), 1 + 100 + 50 + 2);
+        bump_through_helper(&a)
+    });
+    let snap = handle.snapshot();
+    let at_helper = |id: &str| {
+        let helper = format!("counts_are_exact.rs:{line}:");
+        let rows: Vec<_> = lock(&snap, id)
+            .sites
+            .iter()
+            .filter(|s| s.site.contains(&helper))
+            .map(|s| s.stats.clone())
+            .collect();
+        assert_eq!(rows.len(), 1, "{id}: one helper site");
+        rows.into_iter().next().unwrap()
+    };
+    let a = at_helper("exact.runs.a");
+    assert_eq!(a.acquisitions, 1 + 100 + 100 + 4 + 1);
+    let b = at_helper("exact.runs.b");
+    assert_eq!(b.acquisitions, 1 + 100 + 50 + 2);
+    assert!(
+        b.contended >= 1,
+        "the wait behind the held `b` counts: {b:?}"
+    );
+    for s in [&a, &b] {
+        assert_eq!(s.nowait + s.contended, s.acquisitions);
+        assert_eq!(s.hold_ns.count, s.acquisitions);
+    }
+}
+
 /// A semaphore's `down` and `down_timeout` are rows at the caller's line;
 /// the nested rows of its own spinlock and wait queue are at sites inside
 /// the semaphore, for both (`down_timeout`'s were once at the caller's).

@@ -782,15 +782,27 @@ pub(crate) fn acquire_in<G>(
         // SAFETY: `rec` is the live recorder the caller found.
         || own_line(unsafe { (*rec).own_line }),
         attempt,
-        || general_way(rec, meta, site, mode, own_line, plain, attempt, wait),
+        |guessed| {
+            general_way(
+                rec, meta, site, mode, guessed, own_line, plain, attempt, wait,
+            )
+        },
         |probe| timed_way(probe, meta, site, mode, own_line, plain, attempt, wait),
         |probe| failed_way(probe, meta, site, mode, wait),
         |g, probe| misguessed_way(probe, meta, site, mode, Some(g), wait),
     )
 }
 
-/// [`acquire_in`] in every case, having counted nothing: a site not
-/// guessed, or a thread holding other locks.
+/// [`acquire_in`] in every case, having counted nothing: a thread holding
+/// other locks (`guessed`, the entry its site guessed), or a site with no
+/// guess (`None`: a helper's site where two classes are taken, or one
+/// this thread has not taken recently). The latter looks its entry up by
+/// the lock's key here, once (through [`Probe::lookup_ahead`], it made
+/// the guess a second time and called out of line for the look-up), and
+/// tells the site's guess what it found (`shard::looked_up`), so that a
+/// loop on one class at a helper's site goes the inline way: two SpinLock
+/// classes at one helper's site cost 14.5 ns a lock/unlock against 5.8 ns
+/// for one class (`docs/performance.md`, "Session 40").
 #[inline(never)]
 #[allow(clippy::too_many_arguments)]
 fn general_way<G>(
@@ -798,6 +810,7 @@ fn general_way<G>(
     meta: &Meta,
     site: &'static Location<'static>,
     mode: Mode,
+    guessed: bool,
     own_line: impl FnOnce(crate::hint::OwnLine),
     plain: impl FnOnce() -> G,
     attempt: impl FnOnce() -> Option<G>,
@@ -808,7 +821,14 @@ fn general_way<G>(
         own_line(unsafe { (*rec).own_line });
         attempt()
     };
-    acquire_tested(meta, site, mode, None, || Some(rec), plain, asked, wait)
+    if guessed {
+        return acquire_tested(meta, site, mode, None, || Some(rec), plain, asked, wait);
+    }
+    let found = Probe::lookup_in(rec, meta, site, mode).inspect(|probe| {
+        let at = site as *const Location<'static> as usize;
+        recorder::shard::looked_up(rec, at, mode.key_bits(), probe.entry);
+    });
+    acquire_tested(meta, site, mode, found, || None, plain, asked, wait)
 }
 
 /// [`acquire_in`] of a hold the sample times, its entry found.
@@ -942,14 +962,14 @@ pub(crate) fn acquire_lean<G>(
     mode: Mode,
     own_line: impl FnOnce(),
     attempt: impl FnOnce() -> Option<G>,
-    general: impl FnOnce() -> (G, Hold),
+    general: impl FnOnce(bool) -> (G, Hold),
     timed: impl FnOnce(Probe) -> (G, Hold),
     failed: impl FnOnce(Probe) -> (G, Hold),
     misguessed: impl FnOnce(G, Probe) -> (G, Hold),
 ) -> (G, Hold) {
     let at = site as *const Location<'static> as usize;
     let Some(entry) = recorder::shard::guess_entry(rec, at, mode.key_bits()) else {
-        return general();
+        return general(false);
     };
     let probe = Probe {
         entry,
@@ -959,7 +979,7 @@ pub(crate) fn acquire_lean<G>(
     // undo on the way out.
     let prepared = now::prepare_lone(meta.instance(), entry, rec);
     if !prepared.is_some() {
-        return general();
+        return general(true);
     }
     own_line();
     let nowait = probe.entry().nowait_so_far();

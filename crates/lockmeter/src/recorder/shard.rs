@@ -315,8 +315,10 @@ pub(crate) fn guess_entry(
 /// compare, not the recent pair's hash and probes (observed Mutex 150 ->
 /// 131 instructions per lock/unlock, `docs/performance.md`, "Session 29").
 ///
-/// Set from a guess the pair made (so never for a site where two classes
-/// are taken): when empty, and otherwise in place of the kept one if, over
+/// Offered a guess the pair made, or, at a site where two classes are
+/// taken (a helper's), where the pair makes none, the entry that two
+/// look-ups in a row by the lock's key found there ([`looked_up`]). Set
+/// when empty, and otherwise in place of the kept one if, over
 /// the last [`LastGuess::REPLACE_AFTER`] guesses from the pair, the kept
 /// site was taken fewer times than that: a loop returning to a site the
 /// thread took before takes the guess back within that many acquisitions,
@@ -337,6 +339,9 @@ struct LastGuess {
     /// The kept entry's acquisitions ([`Entry::taken_so_far`]) when
     /// `misses_left` was last set.
     taken_then: Cell<u64>,
+    /// The entry the last look-up by the lock's key found at a site with
+    /// no guess ([`LastGuess::looked_up`]); only compared, never read.
+    looked_up_last: Cell<*const Entry>,
 }
 
 impl LastGuess {
@@ -354,6 +359,7 @@ impl LastGuess {
             entry: Cell::new(std::ptr::null()),
             misses_left: Cell::new(0),
             taken_then: Cell::new(0),
+            looked_up_last: Cell::new(std::ptr::null()),
         }
     }
 
@@ -410,9 +416,27 @@ impl LastGuess {
         self.misses_left.set(Self::REPLACE_AFTER);
     }
 
+    /// A look-up by the lock's key found `entry` at `key`, a site the pair
+    /// made no guess for. The second look-up in a row to find the same
+    /// entry offers it ([`LastGuess::offer`]): a loop taking one class at a
+    /// helper's site then goes the inline way, its guess checked after the
+    /// attempt like any other; classes taken there in turn never offer
+    /// one, so they are never guessed wrong.
+    #[inline(always)]
+    fn looked_up(&self, key: usize, entry: *const Entry) {
+        if self.looked_up_last.replace(entry) == entry {
+            self.offer(key, entry);
+        }
+    }
+
+    /// Empties the guess, and the look-up that may have offered it: in a
+    /// loop taking two classes in turn at one site, whose look-ups of one
+    /// class followed its wrong guesses, that look-up and the next of its
+    /// class offered that class every other time, wrong each next time.
     fn forget(&self) {
         self.key.set(Self::NONE);
         self.misses_left.set(0);
+        self.looked_up_last.set(std::ptr::null());
     }
 }
 
@@ -423,6 +447,23 @@ impl LastGuess {
 pub(crate) fn forget_guess() {
     if let Some(slot) = first_slot() {
         slot.last_guess.forget();
+    }
+}
+
+/// Tells this thread's kept guess ([`LastGuess::looked_up`]) that a
+/// look-up by the lock's key in the recorder at `recorder` found `entry`
+/// at `site` in the mode of `mode_bits`, a site [`guess_entry`] had no
+/// guess for.
+#[inline]
+pub(crate) fn looked_up(
+    recorder: *const Recorder,
+    site: usize,
+    mode_bits: usize,
+    entry: *const Entry,
+) {
+    if let Some(slot) = first_slot().filter(|slot| slot.recorder_at == recorder) {
+        slot.last_guess
+            .looked_up(LastGuess::key(site, mode_bits), entry);
     }
 }
 
@@ -689,6 +730,42 @@ mod tests {
             take(&guess, &hot, 1, None);
         }
         assert_eq!(guess.at(kc), Some(&cold as *const Entry));
+    }
+
+    /// At a site the pair makes no guess for, two look-ups in a row that
+    /// find one entry offer it; look-ups that find two classes in turn
+    /// never do, so they are never guessed wrong.
+    #[test]
+    fn a_shared_site_is_guessed_after_two_look_ups_of_one_class() {
+        use crate::class::Mode;
+        let (ea, eb) = (test_entry(), test_entry());
+        let (pa, pb) = (&ea as *const Entry, &eb as *const Entry);
+        let key = LastGuess::key(0x1000, Mode::Exclusive.key_bits());
+        let guess = LastGuess::new();
+        for _ in 0..10 {
+            guess.looked_up(key, pa);
+            assert_eq!(guess.at(key), None);
+            guess.looked_up(key, pb);
+            assert_eq!(guess.at(key), None);
+        }
+        guess.looked_up(key, pb);
+        assert_eq!(guess.at(key), Some(pb));
+        // Proved wrong (`a` taken under `b`'s guess): forgotten, and `a`
+        // is guessed after two look-ups of its own.
+        guess.forget();
+        guess.looked_up(key, pa);
+        assert_eq!(guess.at(key), None);
+        guess.looked_up(key, pa);
+        assert_eq!(guess.at(key), Some(pa));
+        // Then the two in turn: `b` under `a`'s guess, forgotten; `a`'s
+        // look-up before the wrong guess does not count with its next.
+        guess.forget();
+        for _ in 0..10 {
+            guess.looked_up(key, pa);
+            assert_eq!(guess.at(key), None);
+            guess.looked_up(key, pb);
+            assert_eq!(guess.at(key), None);
+        }
     }
 
     /// A site's entry is guessed when its pair holds that site once, in
