@@ -799,49 +799,91 @@ fn floor_key(key: &str) -> Option<String> {
 /// design has to choose one for all rows.
 pub fn note_floors(rows: &mut [Row]) {
     note_scoped_floors(rows);
-    let floors: Vec<(String, f64, Unit, Option<Con>)> = rows
+    let floors: Vec<Floor> = rows
         .iter()
         .filter(|r| r.key.starts_with("least_"))
-        .filter_map(|r| Some((r.key.clone(), r.ratio?, r.unit, r.con)))
+        .filter_map(|r| {
+            Some(Floor {
+                key: r.key.clone(),
+                ratio: r.ratio?,
+                unit: r.unit,
+                con: r.con,
+                shared: shared_core_warning(r),
+            })
+        })
         .collect();
-    let ratio_of = |key: &str| floors.iter().find(|(k, ..)| k == key);
+    let floor_of = |key: &str| floors.iter().find(|f| f.key == key);
     for row in rows.iter_mut() {
         let Some(inline) = floor_key(&row.key) else {
             continue;
         };
         let out_of_line = format!("{inline}_out_of_line");
         let after = format!("{inline}_after");
-        let (key, floor, con) = match (ratio_of(&inline), ratio_of(&out_of_line)) {
-            (Some((_, a, unit, ca)), Some((_, b, _, cb))) => {
-                let ool_better = if unit.higher_is_better() {
-                    b > a
+        let floor = match (floor_of(&inline), floor_of(&out_of_line)) {
+            (Some(a), Some(b)) => {
+                let ool_better = if a.unit.higher_is_better() {
+                    b.ratio > a.ratio
                 } else {
-                    b < a
+                    b.ratio < a.ratio
                 };
                 if ool_better {
-                    (out_of_line, *b, *cb)
+                    b
                 } else {
-                    (inline, *a, *ca)
+                    a
                 }
             }
-            (Some((_, a, _, c)), None) => (inline, *a, *c),
-            (None, Some((_, b, _, c))) => (out_of_line, *b, *c),
+            (Some(f), None) | (None, Some(f)) => f,
             (None, None) => continue,
         };
         let sep = if row.note.is_empty() { "" } else { "; " };
         row.note = format!(
-            "{}{sep}least-features floor in this run: {floor:.2} (`{key}`{})",
+            "{}{sep}least-features floor in this run: {}",
             row.note,
-            floor_con(con)
+            floor.quoted()
         );
-        if let Some((_, ratio, _, con)) = ratio_of(&after) {
+        if let Some(after) = floor_of(&after) {
             row.note = format!(
-                "{}; the same parts after the attempt: {ratio:.2} (`{after}`{})",
+                "{}; the same parts after the attempt: {}",
                 row.note,
-                floor_con(*con)
+                after.quoted()
             );
         }
     }
+}
+
+/// A least-features row, as a goal row's note quotes it.
+struct Floor {
+    key: String,
+    ratio: f64,
+    unit: Unit,
+    con: Option<Con>,
+    /// [`shared_core_warning`] of the row.
+    shared: String,
+}
+
+impl Floor {
+    /// Its ratio, key, CON and any shared-core warning.
+    fn quoted(&self) -> String {
+        format!(
+            "{:.2} (`{}`{}{})",
+            self.ratio,
+            self.key,
+            floor_con(self.con),
+            self.shared
+        )
+    }
+}
+
+/// A warning for a floor row that ran on a shared core (its host factor
+/// at least [`crate::host::SHARED_CORE`]), else empty. A goal row measured
+/// so is SHARED and retried; a floor is an info row, and its note would
+/// otherwise quote it as if it were calm.
+fn shared_core_warning(row: &Row) -> String {
+    row.host_factor()
+        .filter(|&f| f >= crate::host::SHARED_CORE)
+        .map_or(String::new(), |f| {
+            format!(", measured on a shared core (host {f:.2}): not a floor to judge by")
+        })
 }
 
 /// A floor row's own CON, for the goal row's note beside lockmeter's and
@@ -865,10 +907,10 @@ fn floor_con(con: Option<Con>) -> String {
 fn note_scoped_floors(rows: &mut [Row]) {
     let added = |rows: &[Row], key: &str| {
         let r = rows.iter().find(|r| r.key == key)?;
-        Some(r.instrumented? - r.bare?)
+        Some((r.instrumented? - r.bare?, shared_core_warning(r)))
     };
     for what in ["spinlock", "mutex"] {
-        let floors: Vec<(String, f64)> = ["scoped_vs_global", "scoped_vs_inline_global"]
+        let floors: Vec<(String, (f64, String))> = ["scoped_vs_global", "scoped_vs_inline_global"]
             .into_iter()
             .filter_map(|form| {
                 let key = format!("least_{what}_{form}");
@@ -882,11 +924,11 @@ fn note_scoped_floors(rows: &mut [Row]) {
         let Some(global) = row.bare.filter(|g| *g > 0.0) else {
             continue;
         };
-        for (key, floor_ns) in floors {
+        for (key, (floor_ns, shared)) in floors {
             let sep = if row.note.is_empty() { "" } else { "; " };
             row.note = format!(
                 "{}{sep}least-features floor in this run: a scoped dispatcher adds \
-                 {floor_ns:+.2} ns (`{key}`), {:.2} over this row's global cost",
+                 {floor_ns:+.2} ns (`{key}`{shared}), {:.2} over this row's global cost",
                 row.note,
                 (global + floor_ns) / global
             );
@@ -1046,6 +1088,55 @@ mod tests {
         ));
         assert!(rows[4].note.contains("0.95 (`least_mutex_2t_work`)"));
         assert!(!rows[4].note.contains("after the attempt"));
+    }
+
+    /// A floor that ran on a shared core is quoted with a warning, the
+    /// scoped floor too; a calm one without.
+    #[test]
+    fn a_floor_measured_on_a_shared_core_is_quoted_with_a_warning() {
+        crate::host::probe();
+        // Far slower and far faster than any real best (see report.rs).
+        let (slow, fast) = (Some(1e12), Some(1e-12));
+        let row = |key: &str, ratio, host| {
+            let mut r = Row::new(key, key, Unit::MopsPerSec, Goal::Info);
+            r.ratio = ratio;
+            r.host_probe = host;
+            r
+        };
+        let mut scoped_floor = row("least_mutex_scoped_vs_global", None, slow);
+        (scoped_floor.bare, scoped_floor.instrumented) = (Some(5.0), Some(7.0));
+        let mut scoped_goal = row("observed_scoped_vs_global_mutex", None, fast);
+        scoped_goal.bare = Some(6.0);
+        let mut rows = vec![
+            row("contended_observed_mutex_2t_hammer", None, None),
+            row("least_mutex_2t_hammer", Some(0.58), slow),
+            row("least_mutex_2t_hammer_after", Some(0.91), fast),
+            scoped_goal,
+            scoped_floor,
+        ];
+        note_floors(&mut rows);
+        assert!(
+            rows[0]
+                .note
+                .contains("0.58 (`least_mutex_2t_hammer`, measured on a shared core (host ")
+                && rows[0].note.contains("not a floor to judge by)"),
+            "{}",
+            rows[0].note
+        );
+        assert!(
+            rows[0]
+                .note
+                .ends_with("after the attempt: 0.91 (`least_mutex_2t_hammer_after`)"),
+            "{}",
+            rows[0].note
+        );
+        assert!(
+            rows[3].note.contains(
+                "adds +2.00 ns (`least_mutex_scoped_vs_global`, measured on a shared core"
+            ),
+            "{}",
+            rows[3].note
+        );
     }
 
     #[test]
