@@ -273,3 +273,39 @@ fn a_loop_back_at_an_earlier_site_takes_the_kept_guess_back() {
         208
     );
 }
+
+/// Two classes at one helper's site: a run of one makes it the site's
+/// kept guess through the entries its look-ups found, a wrong guess
+/// forgets it, and the two in turn go by look-ups, all through the entry
+/// pointers the thread keeps.
+#[test]
+fn a_helpers_site_that_two_classes_share_is_guessed_from_its_look_ups() {
+    let (clock, _mock) = quanta::Clock::mock();
+    let layer = Layer::builder().clock(clock).build();
+    let handle = layer.handle();
+    let dispatch = tracing::Dispatch::new(tracing::subscriber::NoSubscriber::default().with(layer));
+    let (a, b) = (
+        Mutex::named("miri.shared.a", 0u32),
+        Mutex::named("miri.shared.b", 0u32),
+    );
+    #[inline(never)]
+    fn helper(m: &Mutex<u32>) {
+        *m.lock() += 1;
+    }
+    tracing::dispatcher::with_default(&dispatch, || {
+        for _ in 0..2 {
+            helper(&a);
+            helper(&b);
+        }
+        (0..6).for_each(|_| helper(&a));
+        (0..6).for_each(|_| helper(&b));
+        (0..6).for_each(|_| {
+            helper(&a);
+            helper(&b);
+        });
+    });
+    let snap = handle.snapshot();
+    for id in ["miri.shared.a", "miri.shared.b"] {
+        assert_eq!(lock(&snap, id).total.acquisitions, 2 + 6 + 6, "{id}");
+    }
+}
