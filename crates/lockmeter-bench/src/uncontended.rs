@@ -192,6 +192,13 @@ pub const OPS: &[Op] = &[
         mutex_shared_site_turns
     ),
     op!(
+        "mutex_nested",
+        "Mutex, taken while the thread holds another",
+        "parking_lot::Mutex; another lock of each kind held around the loop",
+        Goal::Info,
+        mutex_nested
+    ),
+    op!(
         "sync_mutex",
         "sync::Mutex (std API)",
         "std::sync::Mutex, .lock().unwrap() both",
@@ -461,6 +468,28 @@ fn mutex_shared_site_turns<R: Runner>(r: &R) -> Pair {
     r.pair(
         move |n| (0..n).for_each(|i| shared_site_bare(&bare[(i & 1) as usize])),
         move |n| (0..n).for_each(|i| shared_site(&inst[(i & 1) as usize])),
+    )
+}
+
+/// The Mutex taken while its thread holds another lock of its own kind
+/// (lock nesting, the shape lock-order bugs come from): the observed hold
+/// is recorded among the thread's others in its held-lock table
+/// (`now::table`), where a lone hold takes the head's record 0 inline.
+fn mutex_nested<R: Runner>(r: &R) -> Pair {
+    let (bare_outer, bare) = (parking_lot::Mutex::new(0u64), parking_lot::Mutex::new(0u64));
+    let inst_outer = lockmeter::Mutex::named("bench.mutex_nested.outer", 0u64);
+    let inst = lockmeter::Mutex::named("bench.mutex_nested", 0u64);
+    let (bare_outer, bare) = (black_box(&bare_outer), black_box(&bare));
+    let (inst_outer, inst) = (black_box(&inst_outer), black_box(&inst));
+    r.pair(
+        move |n| {
+            let _outer = bare_outer.lock();
+            (0..n).for_each(|_| *bare.lock() += 1);
+        },
+        move |n| {
+            let _outer = inst_outer.lock();
+            (0..n).for_each(|_| *inst.lock() += 1);
+        },
     )
 }
 
