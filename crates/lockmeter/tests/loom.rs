@@ -462,6 +462,61 @@ fn a_lone_hold_and_its_release_are_read_whole() {
     ));
 }
 
+/// A second hold (record 1 written while the count leaves it out, then
+/// counted with one store) and its release in one store, twice, record 1
+/// rewritten from lock 2 to lock 3 in between: a reader keeps nothing
+/// torn, and only states the writer was in, each with its generation.
+#[test]
+fn a_second_hold_and_its_release_are_read_whole() {
+    loom::model(now_model(
+        |w| {
+            let a = w.hold(now_rec(1));
+            let b = w.hold(now_rec(2));
+            w.release(b);
+            let c = w.hold(now_rec(3));
+            w.release(c);
+            w.release(a);
+        },
+        |v| {
+            let held: Vec<usize> = v.held.iter().map(|r| r.lock).collect();
+            let want: &[usize] = match v.gen {
+                0 | 12 => &[],
+                2 | 6 | 10 => &[1],
+                4 => &[1, 2],
+                8 => &[1, 3],
+                g => panic!("generation {g} the writer never made"),
+            };
+            assert_eq!(held, want, "{v:?}");
+        },
+    ));
+}
+
+/// The first of two holds released first (hand over hand): a hole at
+/// record 0, so the second's release is not the one-store kind and counts
+/// nothing left; a reader sees only states the writer was in.
+#[test]
+fn the_first_of_two_holds_released_first_leaves_the_table_whole() {
+    loom::model(now_model(
+        |w| {
+            let a = w.hold(now_rec(1));
+            let b = w.hold(now_rec(2));
+            w.release(a);
+            w.release(b);
+        },
+        |v| {
+            let held: Vec<usize> = v.held.iter().map(|r| r.lock).collect();
+            let want: &[usize] = match v.gen {
+                0 | 8 => &[],
+                2 => &[1],
+                4 => &[1, 2],
+                6 => &[2],
+                g => panic!("generation {g} the writer never made"),
+            };
+            assert_eq!(held, want, "{v:?}");
+        },
+    ));
+}
+
 /// A first hold written ahead of its lock's attempt (`prepare_first`)
 /// whose attempt fails: the record stays out of every view, through the
 /// wait that follows and until the lock is held after it.

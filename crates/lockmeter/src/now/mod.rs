@@ -239,7 +239,7 @@ fn hold_nested(s: &thread::ThreadSlot, r: &Rec, wait_ns: u64) -> u32 {
     if ORDER.load(Relaxed) {
         order::record(s, r, wait_ns);
     }
-    s.table.hold_nested(r)
+    s.table.hold_among_others(r)
 }
 
 /// The hold at `ix` is about to be released.

@@ -612,8 +612,18 @@ impl Table {
                 // The only way a hold reaches a head that keeps a wait: its
                 // count, not a hold's, sends it here.
                 self.settle_head_wait();
-                self.hold_nested(&r)
+                self.hold_among_others(&r)
             }
+        }
+    }
+
+    /// A hold while others are held (or the table is not live):
+    /// [`Table::hold_second`], else [`Table::hold_nested`].
+    #[inline(always)]
+    pub fn hold_among_others(&self, r: &Rec) -> u32 {
+        match self.hold_second(r) {
+            Some(ix) => ix,
+            None => self.hold_nested(r),
         }
     }
 
@@ -674,12 +684,49 @@ impl Table {
         len.max(ix + 1)
     }
 
-    /// Forgets the hold at `ix`; releasing a thread's only hold is inline.
+    /// Forgets the hold at `ix`; releasing a thread's only hold, or the
+    /// second of two ([`Table::release_second`]), is inline.
     #[inline(always)]
     pub fn release(&self, ix: u32) {
-        if !self.release_lone(ix) {
+        if !self.release_lone(ix) && !self.release_second(ix) {
             self.release_nested(ix);
         }
+    }
+
+    /// [`Table::hold_nested`]'s common case: a second hold on a thread
+    /// whose one hold is record 0 (a count of 1, which leaves no hole
+    /// below), written as record 1 while the count leaves it out and then
+    /// counted with one store, with no odd step, as a first hold is (see
+    /// the module's doc). `None`, changing nothing, otherwise. So that a
+    /// lock taken inside another costs no call for its record: through
+    /// [`Table::hold_nested`], the nested Mutex took 299 instructions a
+    /// lock/unlock (`docs/performance.md`, "Session 40").
+    #[inline(always)]
+    pub fn hold_second(&self, r: &Rec) -> Option<u32> {
+        let s = self.own_state();
+        if s & COUNT_MASK != 1 {
+            return None;
+        }
+        // A reader that sees one of the record's stores sees, at its
+        // second read, the state stored before (as `store_first`).
+        fence(Release);
+        self.rest[0].set(*r);
+        self.set_state(settled_from_even(s, 1, 2), Release);
+        Some(1)
+    }
+
+    /// Forgets hold 1 in one store if it is the last of two and hold 0 is
+    /// still held (so the count after it is 1, as [`Table::clear`] would
+    /// leave it); false, changing nothing, otherwise. Record 1 keeps its
+    /// content, outside the count, as record 0 does after a lone release.
+    #[inline(always)]
+    fn release_second(&self, ix: u32) -> bool {
+        let s = self.own_state();
+        let second = ix == 1 && s & COUNT_MASK == 2 && self.head().first.lock.load(Relaxed) != 0;
+        if second {
+            self.set_state(settled_from_even(s, 2, 1), Release);
+        }
+        second
     }
 
     /// [`HeadWords::release_lone`] on this table's head.
@@ -862,6 +909,29 @@ mod tests {
             prev = next;
             assert!(t.holds() <= 2);
         }
+    }
+
+    /// A second hold takes record 1 and its release in one store leaves
+    /// the first counted; released after a hole at record 0, it leaves
+    /// nothing counted, so the next hold is a lone one again.
+    #[test]
+    fn a_second_hold_is_record_one_and_its_release_keeps_the_count_exact() {
+        let t = Table::new();
+        let a = t.hold(rec(1));
+        let b = t.hold(rec(2));
+        assert_eq!((a, b, t.holds()), (0, 1, 2));
+        t.release(b);
+        assert_eq!(t.holds(), 1);
+        let locks =
+            |t: &Table| -> Vec<usize> { t.read().unwrap().held.iter().map(|r| r.lock).collect() };
+        assert_eq!(locks(&t), [1]);
+        let c = t.hold(rec(3));
+        assert_eq!((c, locks(&t)), (1, vec![1, 3]));
+        t.release(a);
+        assert_eq!((t.holds(), locks(&t)), (2, vec![3]));
+        t.release(c);
+        assert_eq!(t.holds(), 0);
+        assert!(t.prepare_first(rec(4)).is_some(), "a lone hold again");
     }
 
     #[test]
