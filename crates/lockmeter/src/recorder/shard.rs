@@ -408,7 +408,8 @@ impl LastGuess {
                 self.key.set(key);
                 self.entry.set(entry);
                 // SAFETY: `entry` is one of this thread's entries in this
-                // guess's slot (the pair's guess), as above.
+                // guess's slot (the pair's guess, or the entry a look-up
+                // just found in this slot, `looked_up`), as above.
                 unsafe { &*entry }.taken_so_far()
             }
         };
