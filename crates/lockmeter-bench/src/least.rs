@@ -874,13 +874,13 @@ impl Floor {
     }
 }
 
-/// A warning for a floor row that ran on a shared core (its host factor
-/// at least [`crate::host::SHARED_CORE`]), else empty. A goal row measured
+/// A warning for a floor row that ran on a shared core
+/// ([`Row::shared_core`], the goal rows' own test), else empty. A goal row measured
 /// so is SHARED and retried; a floor is an info row, and its note would
 /// otherwise quote it as if it were calm.
 fn shared_core_warning(row: &Row) -> String {
     row.host_factor()
-        .filter(|&f| f >= crate::host::SHARED_CORE)
+        .filter(|_| row.shared_core())
         .map_or(String::new(), |f| {
             format!(", measured on a shared core (host {f:.2}): not a floor to judge by")
         })

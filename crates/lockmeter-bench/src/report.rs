@@ -291,7 +291,7 @@ impl Row {
     }
 
     /// Whether the host probe says the core was shared during the row.
-    fn shared_core(&self) -> bool {
+    pub fn shared_core(&self) -> bool {
         self.host_factor().is_some_and(|f| f >= host::SHARED_CORE)
     }
 
